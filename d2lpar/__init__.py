@@ -1,0 +1,25 @@
+"""d2lpar: the companion library of the book on data-parallel training.
+
+Every function a chapter teaches lives here, tested, so that the page, the
+code a reader runs, and the code imported in homework are the same code::
+
+    import d2lpar as dp
+    result = dp.train(num_gpus=2, num_epochs=10)
+"""
+from .collectives import allreduce
+from .data import DatasetError, load_fashion_mnist
+from .devices import devices
+from .model import LENET_SHAPES, init_lenet_params, lenet
+from .parameters import get_params
+from .splitting import shard_sizes, split_batch
+from .training import (TrainResult, cross_entropy, evaluate_accuracy,
+                       train, train_batch)
+
+__version__ = '0.1.0'
+
+__all__ = [
+    'DatasetError', 'LENET_SHAPES', 'TrainResult', 'allreduce',
+    'cross_entropy', 'devices', 'evaluate_accuracy', 'get_params',
+    'init_lenet_params', 'lenet', 'load_fashion_mnist', 'shard_sizes',
+    'split_batch', 'train', 'train_batch',
+]

@@ -1,0 +1,63 @@
+"""The command line: ``python -m d2lpar train ...``."""
+import argparse
+import sys
+
+from .data import load_fashion_mnist
+from .devices import devices
+from .training import train
+
+
+def build_parser():
+    """Return the ``python -m d2lpar`` argument parser."""
+    parser = argparse.ArgumentParser(
+        prog='python -m d2lpar',
+        description='Data-parallel training of LeNet on Fashion-MNIST.')
+    commands = parser.add_subparsers(dest='command', required=True)
+    p = commands.add_parser('train', help='train LeNet on k devices')
+    p.add_argument('--devices', type=int, default=1,
+                   help='number of devices (GPUs, else CPU contexts)')
+    p.add_argument('--epochs', type=int, default=10)
+    p.add_argument('--batch-size', type=int, default=256,
+                   help='minibatch size summed over all devices')
+    p.add_argument('--lr', type=float, default=0.2)
+    p.add_argument('--data', default=None,
+                   help='folder with the four Fashion-MNIST .gz files')
+    p.add_argument('--num-train', type=int, default=None,
+                   help='use only the first N training examples')
+    p.add_argument('--num-test', type=int, default=None,
+                   help='use only the first N test examples')
+    p.add_argument('--seed', type=int, default=0)
+    p.add_argument('--init-scale', type=float, default=0.01,
+                   help='std of the initial weights; the chapter\'s 0.01 '
+                        'stays at chance for about one epoch, 0.1 does not')
+    return parser
+
+
+def main(argv=None):
+    """Run the command line; return the exit status.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Arguments without the program name (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0 on success, 2 on bad input (the message says what to fix).
+    """
+    args = build_parser().parse_args(argv)
+    try:
+        devs = devices(args.devices)
+        print(f'training on {devs}', flush=True)
+        data = load_fashion_mnist(args.batch_size, args.data,
+                                  num_train=args.num_train,
+                                  num_test=args.num_test)
+        train(batch_size=args.batch_size, lr=args.lr,
+              num_epochs=args.epochs, devices=devs, data=data, plot=False,
+              verbose=True, seed=args.seed,
+              init_scale=args.init_scale)
+    except (ValueError, TypeError, FileNotFoundError, RuntimeError) as e:
+        print(f'error: {e}', file=sys.stderr)
+        return 2
+    return 0

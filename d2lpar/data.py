@@ -1,0 +1,262 @@
+"""Loading the real Fashion-MNIST from its four IDX files.
+
+The files are read and validated here (magic numbers, shapes, counts,
+label range) so that a corrupt or truncated download is an error that
+names the file, never a silently wrong dataset.
+"""
+import gzip
+import os
+import socket
+import struct
+import zlib
+
+import mxnet as mx
+import numpy as onp
+from mxnet import gluon, np
+
+from .checks import check_positive
+
+FILES = {
+    'train': ('train-images-idx3-ubyte.gz', 'train-labels-idx1-ubyte.gz'),
+    'test': ('t10k-images-idx3-ubyte.gz', 't10k-labels-idx1-ubyte.gz'),
+}
+IMAGE_MAGIC, LABEL_MAGIC = 2051, 2049
+DEBIAN_DIR = '/usr/share/datasets/fashion-mnist'
+NUM_CLASSES = 10
+
+
+class DatasetError(ValueError):
+    """A Fashion-MNIST file exists but is corrupt, truncated or wrong."""
+
+
+def _read_gzip(path):
+    try:
+        with gzip.open(path, 'rb') as f:
+            return f.read()
+    except (OSError, EOFError, zlib.error) as e:
+        raise DatasetError(f'{path}: not a complete gzip file ({e}); '
+                           f'delete it and fetch it again') from e
+
+
+def read_idx(path, magic, item_shape):
+    """Read one gzip-compressed IDX file and validate its header.
+
+    Parameters
+    ----------
+    path : str
+        The ``.gz`` file.
+    magic : int
+        Expected magic number (2051 for images, 2049 for labels).
+    item_shape : tuple of int
+        Expected shape of one item: ``(28, 28)`` or ``()``.
+
+    Returns
+    -------
+    numpy.ndarray of uint8, shape (n, *item_shape)
+
+    Raises
+    ------
+    DatasetError
+        If the file is not gzip, has the wrong magic number or item shape,
+        or holds fewer or more bytes than its header promises.
+    """
+    raw = _read_gzip(path)
+    header_len = 4 * (2 + len(item_shape))
+    if len(raw) < header_len:
+        raise DatasetError(f'{path}: only {len(raw)} bytes, too short for '
+                           f'an IDX header; the file is truncated')
+    found, n, *dims = struct.unpack(f'>{2 + len(item_shape)}I',
+                                    raw[:header_len])
+    if found != magic:
+        raise DatasetError(f'{path}: magic number {found}, expected '
+                           f'{magic}; is this the right file?')
+    if tuple(dims) != tuple(item_shape):
+        raise DatasetError(f'{path}: items of shape {tuple(dims)}, '
+                           f'expected {tuple(item_shape)}')
+    expected = header_len + n * int(onp.prod(item_shape, dtype=int))
+    if len(raw) != expected:
+        raise DatasetError(f'{path}: header promises {n} items '
+                           f'({expected} bytes) but the file holds '
+                           f'{len(raw)} bytes; it is truncated or '
+                           f'corrupt, fetch it again')
+    data = onp.frombuffer(raw, onp.uint8, offset=header_len)
+    return data.reshape((n,) + tuple(item_shape))
+
+
+def read_split(directory, split):
+    """Read and cross-check the images and labels of one split.
+
+    Parameters
+    ----------
+    directory : str
+        Folder holding the four IDX files.
+    split : {'train', 'test'}
+
+    Returns
+    -------
+    X : numpy.ndarray of float32, shape (n, 1, 28, 28), values in [0, 1]
+    y : numpy.ndarray of int32, shape (n,), values in 0..9
+
+    Raises
+    ------
+    DatasetError
+        If a file is invalid, the counts differ, or a label is not 0-9.
+    """
+    image_path, label_path = (os.path.join(directory, name)
+                              for name in FILES[split])
+    images = read_idx(image_path, IMAGE_MAGIC, (28, 28))
+    labels = read_idx(label_path, LABEL_MAGIC, ())
+    if len(images) != len(labels):
+        raise DatasetError(f'{image_path} holds {len(images)} images but '
+                           f'{label_path} holds {len(labels)} labels; the '
+                           f'files come from different sets')
+    if len(labels) and labels.max() >= NUM_CLASSES:
+        raise DatasetError(f'{label_path}: label {labels.max()} is outside '
+                           f'0..{NUM_CLASSES - 1}; the file is corrupt')
+    X = images.astype(onp.float32)[:, None, :, :] / 255
+    return X, labels.astype(onp.int32)
+
+
+def search_dirs(root=None):
+    """The folders searched for Fashion-MNIST, in order, with a label.
+
+    Parameters
+    ----------
+    root : str, optional
+        A folder given by the caller; searched first.
+
+    Returns
+    -------
+    list of (str, str)
+        ``(where it comes from, folder)``: ``root``, ``$D2LPAR_DATA``,
+        MXNet's cache (``$MXNET_HOME/datasets/fashion-mnist``), then
+        Debian's ``/usr/share/datasets/fashion-mnist``.
+    """
+    dirs = []
+    if root is not None:
+        dirs.append(('root argument', os.fspath(root)))
+    if os.environ.get('D2LPAR_DATA'):
+        dirs.append(('$D2LPAR_DATA', os.environ['D2LPAR_DATA']))
+    dirs.append(('MXNet cache', mxnet_cache_dir()))
+    dirs.append(('Debian package dataset-fashion-mnist', DEBIAN_DIR))
+    return dirs
+
+
+def mxnet_cache_dir():
+    """MXNet's own download folder for Fashion-MNIST."""
+    return os.path.join(mx.base.data_dir(), 'datasets', 'fashion-mnist')
+
+
+def _missing(directory):
+    names = FILES['train'] + FILES['test']
+    return [n for n in names
+            if not os.path.isfile(os.path.join(directory, n))]
+
+
+def _download(directory, timeout=30):
+    """Try MXNet's official download; return None or the failure."""
+    old = socket.getdefaulttimeout()
+    socket.setdefaulttimeout(timeout)  # requests would wait forever
+    try:
+        for train in (True, False):
+            gluon.data.vision.FashionMNIST(root=directory, train=train)
+    except Exception as e:  # any failure is reported, with all we tried
+        return f'{type(e).__name__}: {e}'
+    finally:
+        socket.setdefaulttimeout(old)
+    return None
+
+
+def find_fashion_mnist(root=None, download=True):
+    """Return the first folder that holds all four Fashion-MNIST files.
+
+    Parameters
+    ----------
+    root : str, optional
+        Searched first; see :func:`search_dirs` for the rest.
+    download : bool, optional
+        When no folder has the files, try MXNet's official download into
+        MXNet's cache before giving up.
+
+    Returns
+    -------
+    str
+        The folder.
+
+    Raises
+    ------
+    FileNotFoundError
+        Naming every folder searched, what each lacked, and the two ways
+        to get the data.
+    """
+    report = []
+    for label, directory in search_dirs(root):
+        missing = _missing(directory)
+        if not missing:
+            return directory
+        report.append(f'  {directory} ({label}): missing '
+                      f'{", ".join(missing)}')
+    failure = 'not attempted (download=False)'
+    if download:
+        failure = _download(mxnet_cache_dir())
+        if not _missing(mxnet_cache_dir()):
+            return mxnet_cache_dir()
+    raise FileNotFoundError(
+        'load_fashion_mnist: Fashion-MNIST was not found. Looked in:\n'
+        + '\n'.join(report) + f'\nDownload into the MXNet cache: {failure}'
+        '\nTo get the data, either\n'
+        '  1. install Debian\'s package: '
+        'sudo apt-get install -y dataset-fashion-mnist, or\n'
+        '  2. put the four .gz IDX files in a folder and pass root=FOLDER '
+        'or set D2LPAR_DATA=FOLDER.')
+
+
+def load_fashion_mnist(batch_size, root=None, *, num_train=None,
+                       num_test=None, download=True):
+    """Load the real Fashion-MNIST as minibatch iterators.
+
+    Taught in the chapter on training with 1 then 2 devices.
+
+    Parameters
+    ----------
+    batch_size : int
+        Examples per minibatch.
+    root : str, optional
+        Folder with the four IDX ``.gz`` files; see :func:`search_dirs`
+        for where else it looks.
+    num_train, num_test : int, optional
+        Keep only the first examples of each split (quick runs, tests).
+    download : bool, optional
+        Try the official download if no folder has the files.
+
+    Returns
+    -------
+    train_iter, test_iter : mxnet.gluon.data.DataLoader
+        Yield ``(X, y)``: float32 images (batch, 1, 28, 28) in [0, 1] and
+        int32 labels. Training batches are reshuffled every epoch.
+
+    Raises
+    ------
+    FileNotFoundError
+        If no folder has the files (see :func:`find_fashion_mnist`).
+    DatasetError
+        If a file is corrupt or truncated; the message names it.
+    TypeError, ValueError
+        If ``batch_size``, ``num_train`` or ``num_test`` is not positive.
+    """
+    check_positive('batch_size', batch_size, 'load_fashion_mnist', True)
+    for name, value in (('num_train', num_train), ('num_test', num_test)):
+        if value is not None:
+            check_positive(name, value, 'load_fashion_mnist', True)
+    directory = find_fashion_mnist(root, download)
+    iters = []
+    for split, limit in (('train', num_train), ('test', num_test)):
+        X, y = read_split(directory, split)
+        dataset = gluon.data.ArrayDataset(np.array(X[:limit]),
+                                          np.array(y[:limit]))
+        # num_workers=0: d2l's 4 worker processes would fight training
+        # for the cores; batching in-memory arrays costs < 1 s per epoch.
+        iters.append(gluon.data.DataLoader(dataset, batch_size,
+                                           shuffle=(split == 'train'),
+                                           num_workers=0))
+    return tuple(iters)

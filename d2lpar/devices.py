@@ -1,0 +1,72 @@
+"""Which devices to train on: GPUs when MXNet sees them, else CPU contexts.
+
+d2l's ``try_gpu(i)`` falls back to ``cpu()`` for every ``i``, so "two
+devices" on a laptop silently become one device used twice. Here each
+device is a distinct context: ``cpu(0)``, ``cpu(1)``, ... MXNet gives each
+context its own worker thread, so two CPU contexts really do run side by
+side, on separate cores when the machine has them.
+"""
+import os
+
+import mxnet as mx
+
+from .checks import check_positive
+
+ENV_VAR = 'D2LPAR_DEVICES'
+
+
+def _wanted_kind():
+    kind = os.environ.get(ENV_VAR, '').strip().lower()
+    if kind not in ('', 'cpu', 'gpu'):
+        raise ValueError(f'devices: {ENV_VAR}={kind!r} is not understood; '
+                         f'set it to "cpu" or "gpu", or unset it to let '
+                         f'd2lpar choose')
+    return kind or ('gpu' if mx.context.num_gpus() > 0 else 'cpu')
+
+
+def devices(n=None):
+    """Return ``n`` distinct devices: GPUs if MXNet sees any, else CPUs.
+
+    Taught in the chapter on training with multiple devices.
+
+    Parameters
+    ----------
+    n : int, optional
+        How many devices. By default all GPUs, or one CPU context when
+        there is no GPU.
+
+    Returns
+    -------
+    list of mxnet.Context
+        ``[gpu(0), ..., gpu(n-1)]`` or ``[cpu(0), ..., cpu(n-1)]``; never
+        the same context twice. The environment variable
+        ``D2LPAR_DEVICES=cpu`` or ``=gpu`` forces the kind.
+
+    Raises
+    ------
+    ValueError
+        If ``n`` is not positive, if more GPUs are asked for than MXNet
+        sees, or if ``D2LPAR_DEVICES`` has an unknown value.
+    RuntimeError
+        If ``D2LPAR_DEVICES=gpu`` but MXNet sees no GPU.
+
+    Examples
+    --------
+    >>> import d2lpar as dp
+    >>> dp.devices(2)  # on a machine without GPUs
+    [cpu(0), cpu(1)]
+    """
+    if n is not None:
+        check_positive('n', n, 'devices', integer=True)
+    num_gpus = mx.context.num_gpus()
+    if _wanted_kind() == 'cpu':
+        return [mx.cpu(i) for i in range(1 if n is None else n)]
+    if num_gpus == 0:
+        raise RuntimeError(f'devices: {ENV_VAR}=gpu but MXNet sees no GPU; '
+                           f'install a CUDA build of MXNet (see README) or '
+                           f'set {ENV_VAR}=cpu')
+    if n is not None and n > num_gpus:
+        raise ValueError(f'devices: asked for {n} GPUs but MXNet sees only '
+                         f'{num_gpus}; ask for at most {num_gpus}, or set '
+                         f'{ENV_VAR}=cpu to use {n} CPU contexts')
+    return [mx.gpu(i) for i in range(num_gpus if n is None else n)]

@@ -1,0 +1,100 @@
+"""The chapter's LeNet, written as a plain function of its parameters.
+
+Keeping the parameters in a list (instead of a Gluon block) is what lets
+the chapter copy them to each device by hand and sum their gradients
+itself: nothing is hidden inside a framework object.
+"""
+import numpy as onp
+from mxnet import np, npx
+
+npx.set_np()
+
+# (name, shape) of the 8 arrays, in the order lenet() reads them.
+LENET_SHAPES = (
+    ('W1', (20, 1, 3, 3)), ('b1', (20,)),
+    ('W2', (50, 20, 5, 5)), ('b2', (50,)),
+    ('W3', (800, 128)), ('b3', (128,)),
+    ('W4', (128, 10)), ('b4', (10,)),
+)
+
+
+def init_lenet_params(seed=0, scale=0.01):
+    """Make LeNet's 8 parameter arrays, reproducibly.
+
+    Taught in the chapter "A toy network and its parameters". Weights are
+    drawn from N(0, scale^2), biases are zero, as in d2l.
+
+    Parameters
+    ----------
+    seed : int, optional
+        Seed of a private NumPy generator: the same seed gives the same
+        values whatever else has used MXNet's global random state.
+    scale : float, optional
+        Standard deviation of the weights.
+
+    Returns
+    -------
+    list of mxnet.numpy.ndarray
+        ``[W1, b1, W2, b2, W3, b3, W4, b4]`` on ``cpu(0)``, float32, with
+        the shapes in ``LENET_SHAPES``.
+
+    Examples
+    --------
+    >>> params = init_lenet_params(seed=0)
+    >>> [p.shape for p in params][:2]
+    [(20, 1, 3, 3), (20,)]
+    """
+    if scale < 0:
+        raise ValueError(f'init_lenet_params: scale must be >= 0, got '
+                         f'{scale}')
+    rng = onp.random.default_rng(seed)
+    params = []
+    for name, shape in LENET_SHAPES:
+        values = (rng.normal(0, scale, shape) if name.startswith('W')
+                  else onp.zeros(shape))
+        params.append(np.array(values, dtype='float32'))
+    return params
+
+
+def lenet(X, params):
+    """Compute LeNet's logits for a batch of 28x28 grey images.
+
+    Taught in the chapter "A toy network and its parameters".
+
+    Parameters
+    ----------
+    X : mxnet.numpy.ndarray, shape (batch, 1, 28, 28)
+        Images, on the same device as ``params``.
+    params : list of 8 mxnet.numpy.ndarray
+        As made by :func:`init_lenet_params`.
+
+    Returns
+    -------
+    mxnet.numpy.ndarray, shape (batch, 10)
+        Unnormalised class scores.
+
+    Raises
+    ------
+    ValueError
+        If ``params`` does not hold 8 arrays or ``X`` is not a batch of
+        1x28x28 images.
+    """
+    if len(params) != len(LENET_SHAPES):
+        raise ValueError(f'lenet: expected {len(LENET_SHAPES)} parameter '
+                         f'arrays, got {len(params)}; use '
+                         f'init_lenet_params()')
+    if X.ndim != 4 or X.shape[1:] != (1, 28, 28):
+        raise ValueError(f'lenet: X must have shape (batch, 1, 28, 28), '
+                         f'got {X.shape}')
+    W1, b1, W2, b2, W3, b3, W4, b4 = params
+    h = npx.convolution(data=X, weight=W1, bias=b1, kernel=(3, 3),
+                        num_filter=20)               # (batch, 20, 26, 26)
+    h = npx.pooling(npx.relu(h), pool_type='avg', kernel=(2, 2),
+                    stride=(2, 2))                   # (batch, 20, 13, 13)
+    h = npx.convolution(data=h, weight=W2, bias=b2, kernel=(5, 5),
+                        num_filter=50)               # (batch, 50, 9, 9)
+    h = npx.pooling(npx.relu(h), pool_type='avg', kernel=(2, 2),
+                    stride=(2, 2))                   # (batch, 50, 4, 4)
+    h = h.reshape(h.shape[0], -1)                    # (batch, 800)
+    h = npx.relu(np.dot(h, W3) + b3)                 # (batch, 128)
+    return np.dot(h, W4) + b4                        # (batch, 10)

@@ -1,0 +1,42 @@
+"""Copying a model's parameters onto a device."""
+import mxnet as mx
+
+
+def get_params(params, device):
+    """Copy ``params`` to ``device`` and attach gradient buffers.
+
+    Taught in the chapter "A toy network and its parameters". Each device
+    gets its own replica; the replicas stay equal because every device
+    applies the same summed gradient (see :func:`train_batch`).
+
+    Parameters
+    ----------
+    params : list of mxnet.numpy.ndarray
+        The model's parameters, on any device.
+    device : mxnet.Context
+        Where the copies should live.
+
+    Returns
+    -------
+    list of mxnet.numpy.ndarray
+        New arrays on ``device`` with ``.grad`` attached (zero).
+
+    Raises
+    ------
+    TypeError
+        If ``device`` is not an ``mx.Context``.
+
+    Examples
+    --------
+    >>> import d2lpar as dp
+    >>> new_params = dp.get_params(dp.init_lenet_params(), dp.devices(1)[0])
+    >>> new_params[1].grad.sum().item()
+    0.0
+    """
+    if not isinstance(device, mx.Context):
+        raise TypeError(f'get_params: device must be an mx.Context such as '
+                        f'mx.cpu(1), got {device!r}')
+    new_params = [p.copyto(device) for p in params]
+    for p in new_params:
+        p.attach_grad()
+    return new_params

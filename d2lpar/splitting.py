@@ -1,0 +1,89 @@
+"""Splitting a minibatch across devices."""
+import mxnet as mx
+
+from .checks import check_devices
+
+
+def shard_sizes(n, k):
+    """Sizes of ``k`` contiguous shards of ``n`` examples.
+
+    The first ``n % k`` shards get one extra example, so sizes differ by
+    at most one.
+
+    Parameters
+    ----------
+    n : int
+        Number of examples (``n >= k``).
+    k : int
+        Number of shards.
+
+    Returns
+    -------
+    list of int
+        ``k`` sizes that add up to ``n``.
+
+    Examples
+    --------
+    >>> shard_sizes(10, 3)
+    [4, 3, 3]
+    """
+    return [n // k + (1 if i < n % k else 0) for i in range(k)]
+
+
+def split_batch(X, y, devices):
+    """Split ``X`` and ``y`` into one contiguous shard per device.
+
+    Taught in the chapter "split_batch". Unlike d2l's version it accepts
+    a batch that does not divide evenly (256 examples on 3 devices).
+
+    Parameters
+    ----------
+    X : mxnet.numpy.ndarray, shape (n, ...)
+        Features.
+    y : mxnet.numpy.ndarray, shape (n,)
+        Labels.
+    devices : list of mxnet.Context
+        Distinct devices; ``n >= len(devices)``.
+
+    Returns
+    -------
+    X_shards, y_shards : list of mxnet.numpy.ndarray
+        Shard ``i`` lives on ``devices[i]``. Every example lands on
+        exactly one device, in order, and shard sizes differ by at most
+        one.
+
+    Raises
+    ------
+    ValueError
+        If ``X`` and ``y`` hold different numbers of examples, or there
+        are fewer examples than devices.
+    TypeError, ValueError
+        If ``devices`` is not a non-empty list of distinct contexts.
+
+    Examples
+    --------
+    >>> from mxnet import np
+    >>> X_shards, y_shards = split_batch(np.arange(20).reshape(4, 5),
+    ...                                  np.arange(4), [mx.cpu(0), mx.cpu(1)])
+    >>> [x.shape for x in X_shards]
+    [(2, 5), (2, 5)]
+    """
+    check_devices(devices, 'split_batch')
+    n, k = X.shape[0], len(devices)
+    if y.shape[0] != n:
+        raise ValueError(f'split_batch: X has {n} examples but y has '
+                         f'{y.shape[0]}; pass matching batches')
+    if n < k:
+        raise ValueError(f'split_batch: {n} examples cannot be split over '
+                         f'{k} devices (each needs at least one); use a '
+                         f'larger batch or fewer devices')
+    # Deliberately not gluon.utils.split_and_load: with even_split=False
+    # it gives the whole remainder to the last device (11 examples over 4
+    # devices -> 2, 2, 2, 5), and it silently uses fewer devices when
+    # n < k. We want sizes that differ by at most one.
+    X_shards, y_shards, start = [], [], 0
+    for device, size in zip(devices, shard_sizes(n, k)):
+        X_shards.append(X[start:start + size].as_in_ctx(device))
+        y_shards.append(y[start:start + size].as_in_ctx(device))
+        start += size
+    return X_shards, y_shards

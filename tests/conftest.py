@@ -1,0 +1,61 @@
+"""Shared helpers: small IDX files written by the tests, isolated paths."""
+import gzip
+import os
+import struct
+
+import matplotlib
+import numpy as onp
+import pytest
+
+matplotlib.use('Agg')  # tests draw figures without a screen
+
+REAL_DIR = '/usr/share/datasets/fashion-mnist'
+NAMES = {'train': ('train-images-idx3-ubyte.gz', 'train-labels-idx1-ubyte.gz'),
+         'test': ('t10k-images-idx3-ubyte.gz', 't10k-labels-idx1-ubyte.gz')}
+
+
+def idx_bytes(magic, array):
+    """The IDX encoding of a uint8 array: magic, dims, then the bytes."""
+    header = struct.pack(f'>{1 + array.ndim}I', magic, *array.shape)
+    return header + array.astype(onp.uint8).tobytes()
+
+
+def write_gz(path, raw):
+    with gzip.open(path, 'wb') as f:
+        f.write(raw)
+
+
+def write_fashion_dir(directory, n_train=24, n_test=12, seed=0):
+    """Write four small valid IDX files; return the arrays written."""
+    rng = onp.random.default_rng(seed)
+    os.makedirs(directory, exist_ok=True)
+    written = {}
+    for split, n in (('train', n_train), ('test', n_test)):
+        images = rng.integers(0, 256, (n, 28, 28), dtype=onp.uint8)
+        labels = rng.integers(0, 10, n, dtype=onp.uint8)
+        write_gz(os.path.join(directory, NAMES[split][0]),
+                 idx_bytes(2051, images))
+        write_gz(os.path.join(directory, NAMES[split][1]),
+                 idx_bytes(2049, labels))
+        written[split] = images, labels
+    return written
+
+
+@pytest.fixture
+def isolated_data(tmp_path, monkeypatch):
+    """Point every place d2lpar searches at empty folders under tmp_path."""
+    import d2lpar.data
+    monkeypatch.delenv('D2LPAR_DATA', raising=False)
+    monkeypatch.setenv('MXNET_HOME', str(tmp_path / 'mxnet-home'))
+    monkeypatch.setattr(d2lpar.data, 'DEBIAN_DIR', str(tmp_path / 'debian'))
+    # Tests never download: a call would fail loudly here.
+    monkeypatch.setattr(d2lpar.data, '_download',
+                        lambda directory: 'no network in tests')
+    return tmp_path
+
+
+needs_real_data = pytest.mark.skipif(
+    not all(os.path.exists(os.path.join(REAL_DIR, n))
+            for names in NAMES.values() for n in names),
+    reason=f'real Fashion-MNIST not in {REAL_DIR}; install it with '
+           f'apt-get install -y dataset-fashion-mnist')

@@ -1,0 +1,177 @@
+"""d2lpar.data: the IDX reader, where it looks, and its errors."""
+import gzip
+import os
+
+import numpy as onp
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+import d2lpar as dp
+from conftest import (NAMES, REAL_DIR, idx_bytes, needs_real_data,
+                      write_fashion_dir, write_gz)
+
+
+def collect(data_iter):
+    Xs, ys = zip(*[(X.asnumpy(), y.asnumpy()) for X, y in data_iter])
+    return onp.concatenate(Xs), onp.concatenate(ys)
+
+
+def test_reads_what_was_written(isolated_data):
+    """Images come back as float32 (n, 1, 28, 28) = bytes / 255, labels
+    as int32, test set in order, train set complete (shuffled)."""
+    root = isolated_data / 'mine'
+    written = write_fashion_dir(root, n_train=24, n_test=12)
+    train_iter, test_iter = dp.load_fashion_mnist(5, root=str(root))
+    X, y = collect(test_iter)
+    images, labels = written['test']
+    assert X.dtype == onp.float32 and X.shape == (12, 1, 28, 28)
+    assert_allclose(X[:, 0], images / 255, rtol=1e-6)
+    assert y.dtype == onp.int32
+    assert_array_equal(y, labels)
+    X, y = collect(train_iter)
+    assert sorted(map(bytes, (X * 255).round().astype('uint8'))) == \
+        sorted(map(bytes, written['train'][0][:, None]))
+
+
+def test_num_train_and_num_test(isolated_data):
+    """num_train/num_test keep the first examples only."""
+    root = isolated_data / 'mine'
+    write_fashion_dir(root, n_train=24, n_test=12)
+    train_iter, test_iter = dp.load_fashion_mnist(
+        4, root=str(root), num_train=10, num_test=6)
+    assert len(collect(train_iter)[1]) == 10
+    assert len(collect(test_iter)[1]) == 6
+
+
+def test_search_order(isolated_data, monkeypatch):
+    """root wins over $D2LPAR_DATA, which wins over MXNet's cache, which
+    wins over Debian's folder."""
+    import d2lpar.data as data
+    places = {}
+    for name, n in (('root', 5), ('env', 6), ('cache', 7), ('debian', 8)):
+        places[name] = str(isolated_data / name)
+        write_fashion_dir(places[name], n_train=n, n_test=n)
+    monkeypatch.setattr(data, 'DEBIAN_DIR', places['debian'])
+    monkeypatch.setattr(data, 'mxnet_cache_dir', lambda: places['cache'])
+    monkeypatch.setenv('D2LPAR_DATA', places['env'])
+    assert data.find_fashion_mnist(places['root']) == places['root']
+    assert data.find_fashion_mnist() == places['env']
+    monkeypatch.delenv('D2LPAR_DATA')
+    assert data.find_fashion_mnist() == places['cache']
+    monkeypatch.setattr(data, 'mxnet_cache_dir', lambda: '/nonexistent')
+    assert data.find_fashion_mnist() == places['debian']
+
+
+def test_missing_everywhere_names_every_place(isolated_data):
+    """With no files anywhere the error lists each folder searched, the
+    download failure, and both ways to get the data."""
+    root = str(isolated_data / 'empty')
+    with pytest.raises(FileNotFoundError) as info:
+        dp.load_fashion_mnist(8, root=root)
+    message = str(info.value)
+    for place in (root, 'mxnet-home', 'debian'):
+        assert place in message
+    assert 'no network in tests' in message
+    assert 'apt-get install -y dataset-fashion-mnist' in message
+    assert 'D2LPAR_DATA' in message
+
+
+def test_download_lands_in_cache(isolated_data, monkeypatch):
+    """When the (faked) official download succeeds, the cache is used."""
+    import d2lpar.data as data
+
+    def fake_download(directory):
+        write_fashion_dir(directory, n_train=9, n_test=3)
+
+    monkeypatch.setattr(data, '_download', fake_download)
+    train_iter, _ = dp.load_fashion_mnist(4)
+    assert len(collect(train_iter)[1]) == 9
+
+
+def test_partial_folder_is_reported(isolated_data):
+    """A folder with only some files is skipped and the gap named."""
+    root = isolated_data / 'partial'
+    write_fashion_dir(root)
+    os.remove(root / NAMES['test'][1])
+    with pytest.raises(FileNotFoundError, match='missing t10k-labels'):
+        dp.load_fashion_mnist(8, root=str(root), download=False)
+
+
+def corrupt(root, split, kind, raw):
+    path = root / NAMES[split][0 if kind == 'images' else 1]
+    write_gz(path, raw)
+    return str(path)
+
+
+@pytest.mark.parametrize('make_bad, message', [
+    (lambda: idx_bytes(2049, onp.zeros((12, 28, 28))), 'magic number 2049'),
+    (lambda: idx_bytes(2051, onp.zeros((12, 28, 28)))[:-100], 'truncated'),
+    (lambda: idx_bytes(2051, onp.zeros((12, 28, 28))) + b'x', 'header'),
+    (lambda: idx_bytes(2051, onp.zeros((12, 32, 32))), 'items of shape'),
+    (lambda: b'\x00\x00', 'too short'),
+])
+def test_corrupt_images_name_the_file(isolated_data, make_bad, message):
+    """Wrong magic, truncated or padded data and wrong image size are a
+    DatasetError whose message names the file."""
+    root = isolated_data / 'bad'
+    write_fashion_dir(root)
+    path = corrupt(root, 'test', 'images', make_bad())
+    with pytest.raises(dp.DatasetError, match=message) as info:
+        dp.load_fashion_mnist(8, root=str(root))
+    assert path in str(info.value)
+
+
+def test_truncated_gzip(isolated_data):
+    """A .gz cut short (an interrupted download) names the file."""
+    root = isolated_data / 'bad'
+    write_fashion_dir(root)
+    path = root / NAMES['train'][0]
+    path.write_bytes(path.read_bytes()[:200])
+    with pytest.raises(dp.DatasetError, match='not a complete gzip'):
+        dp.load_fashion_mnist(8, root=str(root))
+
+
+def test_label_out_of_range(isolated_data):
+    """A label of 10 or more is corruption, not class 10."""
+    root = isolated_data / 'bad'
+    write_fashion_dir(root, n_test=12)
+    labels = onp.zeros(12, onp.uint8)
+    labels[3] = 11
+    path = corrupt(root, 'test', 'labels', idx_bytes(2049, labels))
+    with pytest.raises(dp.DatasetError, match='label 11 is outside 0..9') \
+            as info:
+        dp.load_fashion_mnist(8, root=str(root))
+    assert path in str(info.value)
+
+
+def test_count_mismatch(isolated_data):
+    """12 images with 11 labels come from different sets."""
+    root = isolated_data / 'bad'
+    write_fashion_dir(root, n_test=12)
+    corrupt(root, 'test', 'labels', idx_bytes(2049, onp.zeros(11)))
+    with pytest.raises(dp.DatasetError, match='12 images but .* 11 labels'):
+        dp.load_fashion_mnist(8, root=str(root))
+
+
+@pytest.mark.parametrize('kwargs, error', [
+    (dict(batch_size=0), ValueError), (dict(batch_size=2.5), TypeError),
+    (dict(batch_size=8, num_train=0), ValueError),
+])
+def test_bad_sizes(isolated_data, kwargs, error):
+    """Non-positive or non-integer sizes are refused."""
+    with pytest.raises(error, match='load_fashion_mnist'):
+        dp.load_fashion_mnist(**kwargs)
+
+
+@needs_real_data
+def test_real_dataset_is_complete():
+    """The installed real Fashion-MNIST has 60,000 + 10,000 examples and
+    6,000 + 1,000 of each of the 10 classes."""
+    from d2lpar.data import read_split
+    X, y = read_split(REAL_DIR, 'train')
+    assert X.shape == (60000, 1, 28, 28)
+    assert_array_equal(onp.bincount(y), [6000] * 10)
+    X, y = read_split(REAL_DIR, 'test')
+    assert X.shape == (10000, 1, 28, 28)
+    assert_array_equal(onp.bincount(y), [1000] * 10)
+    assert 0 <= X.min() and X.max() <= 1
