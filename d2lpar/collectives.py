@@ -1,6 +1,8 @@
 """Summing gradients across devices (allreduce)."""
 from mxnet import np
 
+from .splitting import shard_sizes
+
 
 def check_allreduce_input(data, where):
     """Raise unless ``data`` is a non-empty list of same-shape arrays.
@@ -64,6 +66,8 @@ def allreduce(data):
     --------
     >>> import mxnet as mx
     >>> from mxnet import np
+
+from .splitting import shard_sizes
     >>> data = [np.ones(2, ctx=mx.cpu(0)), 2 * np.ones(2, ctx=mx.cpu(1))]
     >>> allreduce(data)
     >>> data[1]
@@ -74,3 +78,52 @@ def allreduce(data):
         data[0][:] += data[i].copyto(data[0].ctx)
     for i in range(1, len(data)):
         data[0].copyto(data[i])
+
+
+def sharded_allreduce(data):
+    """Sum arrays on different devices, spreading the work over all.
+
+    Taught in the exercises of the first part, and in the chapter on
+    communication. Device ``j`` owns the ``j``-th of ``k`` contiguous
+    chunks of the flattened array: it gathers that chunk from every
+    other device and adds it up (reduce-scatter), then sends the summed
+    chunk back to all of them (all-gather). Each device moves about
+    ``2 (k-1) N / k`` elements instead of the first device's
+    ``2 (k-1) N``. Works for any ``k`` and any size, even fewer
+    elements than devices (some chunks are then empty).
+
+    Parameters
+    ----------
+    data : list of mxnet.numpy.ndarray
+        Same shape and dtype, typically one per device.
+
+    Returns
+    -------
+    None
+        Every ``data[i]`` now holds the elementwise sum of all inputs.
+
+    Raises
+    ------
+    TypeError, ValueError
+        See :func:`check_allreduce_input`.
+    """
+    check_allreduce_input(data, 'sharded_allreduce')
+    k = len(data)
+    # mx.np's reshape copies (unlike NumPy's), so we work on flat copies
+    # and write them back at the end.
+    flats = [a.reshape(-1) for a in data]
+    starts = [0]
+    for size in shard_sizes(flats[0].size, k):
+        starts.append(starts[-1] + size)
+    for j in range(k):  # reduce-scatter: device j sums chunk j
+        chunk = slice(starts[j], starts[j + 1])
+        for i in range(k):
+            if i != j and starts[j] < starts[j + 1]:
+                flats[j][chunk] += flats[i][chunk].copyto(data[j].ctx)
+    for j in range(k):  # all-gather: device j sends its summed chunk
+        chunk = slice(starts[j], starts[j + 1])
+        for i in range(k):
+            if i != j and starts[j] < starts[j + 1]:
+                flats[i][chunk] = flats[j][chunk].copyto(data[i].ctx)
+    for a, flat in zip(data, flats):
+        a[:] = flat.reshape(a.shape)

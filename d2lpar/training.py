@@ -1,7 +1,6 @@
 """Data-parallel training from scratch: one step, evaluation, the loop."""
 import dataclasses
 
-import mxnet as mx
 from d2l import mxnet as d2l
 from mxnet import autograd, gluon, npx
 
@@ -9,6 +8,7 @@ from .checks import check_devices, check_positive
 from .collectives import allreduce
 from .data import load_fashion_mnist
 from .devices import devices as default_devices
+from .evaluation import evaluate_accuracy
 from .model import init_lenet_params, lenet
 from .parameters import get_params
 from .splitting import split_batch
@@ -76,40 +76,6 @@ def train_batch(X, y, device_params, devices, lr, net=lenet,
     # Divide by the whole batch size: the step equals the 1-device step
     for params in device_params:
         d2l.sgd(params, lr, X.shape[0])
-
-
-def evaluate_accuracy(params, data_iter, device, net=lenet):
-    """Fraction of correctly classified examples of ``data_iter``.
-
-    Parameters
-    ----------
-    params : list of mxnet.numpy.ndarray
-        Parameters living on ``device``.
-    data_iter : iterable of (X, y)
-        Minibatches, on any device.
-    device : mxnet.Context
-        Where to compute.
-    net : callable, optional
-        ``net(X, params) -> logits``.
-
-    Returns
-    -------
-    float
-        Accuracy in [0, 1].
-
-    Raises
-    ------
-    ValueError
-        If ``data_iter`` yields no example.
-    """
-    metric = d2l.Accumulator(2)  # correct predictions, examples
-    for X, y in data_iter:
-        X, y = X.as_in_ctx(device), y.as_in_ctx(device)
-        metric.add(d2l.accuracy(net(X, params), y), y.size)
-    if metric[1] == 0:
-        raise ValueError('evaluate_accuracy: data_iter yielded no '
-                         'examples; check the dataset is not empty')
-    return metric[0] / metric[1]
 
 
 @dataclasses.dataclass

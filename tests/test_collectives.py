@@ -8,25 +8,31 @@ from numpy.testing import assert_allclose
 import d2lpar as dp
 
 
+ALGORITHMS = [dp.allreduce, dp.sharded_allreduce]
+
+
+@pytest.mark.parametrize('algorithm', ALGORITHMS)
 @pytest.mark.parametrize('k', [1, 2, 3, 4])
-@pytest.mark.parametrize('shape', [(1,), (7,), (3, 5), (2, 3, 4, 5)])
-def test_every_array_holds_the_sum(k, shape):
-    """After allreduce each of k arrays equals the plain numpy sum
-    (rtol 1e-6) and stays on its own device."""
+@pytest.mark.parametrize('shape', [(1,), (2,), (7,), (3, 5), (2, 3, 4, 5)])
+def test_every_array_holds_the_sum(algorithm, k, shape):
+    """After the allreduce each of k arrays equals the plain numpy sum
+    (rtol 1e-6) and stays on its own device, also for arrays with fewer
+    elements than devices or a size not divisible by k."""
     rng = onp.random.default_rng(k * 100 + len(shape))
     values = [rng.normal(size=shape).astype('float32') for _ in range(k)]
     data = [np.array(v, ctx=mx.cpu(i)) for i, v in enumerate(values)]
-    dp.allreduce(data)
+    algorithm(data)
     expected = onp.sum(values, axis=0)
     for i, a in enumerate(data):
         assert a.ctx == mx.cpu(i)
         assert_allclose(a.asnumpy(), expected, rtol=1e-6, atol=1e-6)
 
 
-def test_empty_list():
-    """An empty list is a ValueError."""
-    with pytest.raises(ValueError, match='non-empty list'):
-        dp.allreduce([])
+@pytest.mark.parametrize('algorithm', ALGORITHMS)
+def test_empty_list(algorithm):
+    """An empty list is a ValueError naming the function."""
+    with pytest.raises(ValueError, match=algorithm.__name__):
+        algorithm([])
 
 
 def test_shape_mismatch():

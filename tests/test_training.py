@@ -85,24 +85,6 @@ def test_train_batch_bad_input():
         dp.train_batch(X, y, device_params[::-1], devices, LR)
 
 
-def test_evaluate_accuracy_counts_correct():
-    """Accuracy equals the share of argmax predictions that match y."""
-    params = dp.init_lenet_params(seed=2, scale=0.1)
-    X, y = make_batches()[0]
-    preds = dp.lenet(X, params).argmax(axis=1).asnumpy()
-    y_half = y.asnumpy().copy()
-    y_half[:6] = preds[:6]  # first 6 of 12 surely right
-    y_half[6:] = (preds[6:] + 1) % 10  # the rest surely wrong
-    acc = dp.evaluate_accuracy(params, [(X, np.array(y_half))], mx.cpu(0))
-    assert acc == pytest.approx(0.5)
-
-
-def test_evaluate_accuracy_empty():
-    """An iterator without examples is an error, not a division by 0."""
-    with pytest.raises(ValueError, match='no examples'):
-        dp.evaluate_accuracy(dp.init_lenet_params(), [], mx.cpu(0))
-
-
 @pytest.mark.parametrize('kwargs, message', [
     (dict(lr=0), 'lr must be positive'),
     (dict(batch_size=0), 'batch_size must be positive'),
