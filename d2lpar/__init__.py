@@ -6,6 +6,19 @@ code a reader runs, and the code imported in homework are the same code::
     import d2lpar as dp
     result = dp.train(num_gpus=2, num_epochs=10)
 """
+import os
+
+# MXNet gives every CPU context its own worker thread, but all CPU contexts
+# share one pool of scratch ("temp space") buffers, 4 by default, handed out
+# round-robin. When one device's whole forward pass is queued before the
+# next device's, the second device's operators wait for buffers the first
+# one still holds, and two CPU contexts run one after the other. A larger
+# pool lets them run side by side (the training chapter measures both).
+# It must be set before MXNet's first operator runs; a value the user set
+# wins.
+CPU_TEMP_COPY = '64'
+os.environ.setdefault('MXNET_CPU_TEMP_COPY', CPU_TEMP_COPY)
+
 from .collectives import allreduce, sharded_allreduce
 from .data import DatasetError, load_fashion_mnist
 from .devices import devices

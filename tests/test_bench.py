@@ -1,0 +1,47 @@
+"""d2lpar.bench: the step benchmark measures and reports honestly."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from d2lpar import bench
+
+
+def test_time_steps_positive():
+    """A tiny step on 2 devices takes a positive, finite time."""
+    seconds = bench.time_steps(2, batch_size=8, repeats=2, warmup=1)
+    assert 0 < seconds < 60
+
+
+def test_compare_steps_runs_children():
+    """Each row comes from a child process with the pool size asked for."""
+    rows = bench.compare_steps((1,), ('4',), batch_size=8, repeats=1)
+    assert [(r['devices'], r['temp_copy']) for r in rows] == [(1, '4')]
+    assert rows[0]['sec_per_step'] > 0
+
+
+def test_format_steps_speedups():
+    """Speed-ups are computed against 1 device with the same pool."""
+    rows = [dict(devices=1, temp_copy='4', sec_per_step=0.1),
+            dict(devices=2, temp_copy='4', sec_per_step=0.2),
+            dict(devices=1, temp_copy='64', sec_per_step=0.1),
+            dict(devices=2, temp_copy='64', sec_per_step=0.05)]
+    lines = bench.format_steps(rows).splitlines()
+    assert lines[2].split()[-1] == '0.50x'
+    assert lines[4].split()[-1] == '2.00x'
+
+
+@pytest.mark.parametrize('preset, expected', [(None, '64'), ('8', '8')])
+def test_import_sets_temp_copy_unless_user_did(preset, expected):
+    """Importing d2lpar enlarges MXNet's CPU scratch pool so CPU contexts
+    can run side by side, but never overrides a value the user set."""
+    env = {k: v for k, v in os.environ.items()
+           if k != 'MXNET_CPU_TEMP_COPY'}
+    if preset:
+        env['MXNET_CPU_TEMP_COPY'] = preset
+    out = subprocess.run(
+        [sys.executable, '-c', 'import os, d2lpar; '
+         'print(os.environ["MXNET_CPU_TEMP_COPY"])'],
+        env=env, capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == expected
