@@ -26,7 +26,7 @@ from .evaluation import evaluate_accuracy, evaluate_accuracy_sharded
 from .model import LENET_SHAPES, init_lenet_params, lenet
 from .parameters import get_params
 from .plotting import draw_parallelism_schemes, plot_accuracy, plot_split
-from .settings import BookSettings, book_settings
+from .book import BookSettings, book_settings, glue_text
 from .splitting import shard_sizes, split_batch
 from .training import TrainResult, cross_entropy, train, train_batch
 
@@ -35,7 +35,7 @@ __version__ = '0.1.0'
 __all__ = [
     'BookSettings', 'DatasetError', 'LENET_SHAPES', 'TrainResult',
     'allreduce', 'book_settings', 'cross_entropy', 'devices',
-    'draw_parallelism_schemes', 'evaluate_accuracy',
+    'draw_parallelism_schemes', 'evaluate_accuracy', 'glue_text',
     'evaluate_accuracy_sharded', 'get_params', 'init_lenet_params',
     'lenet', 'load_fashion_mnist', 'plot_accuracy', 'plot_split',
     'shard_sizes', 'sharded_allreduce', 'split_batch', 'train',

@@ -66,8 +66,6 @@ def allreduce(data):
     --------
     >>> import mxnet as mx
     >>> from mxnet import np
-
-from .splitting import shard_sizes
     >>> data = [np.ones(2, ctx=mx.cpu(0)), 2 * np.ones(2, ctx=mx.cpu(1))]
     >>> allreduce(data)
     >>> data[1]

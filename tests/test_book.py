@@ -1,4 +1,4 @@
-"""d2lpar.settings: full vs quick builds."""
+"""d2lpar.book: full vs quick builds, glued text."""
 import d2lpar as dp
 
 
@@ -19,3 +19,17 @@ def test_quick_mode_says_so(monkeypatch):
     assert 'quick mode' in s.describe()
     monkeypatch.setenv('D2LPAR_QUICK', '0')
     assert not dp.book_settings().quick
+
+
+def test_glue_text_glues_markdown(monkeypatch):
+    """glue_text hands myst-nb a Markdown object whose text is exactly
+    the formatted value (no repr quotes) and returns that text."""
+    import myst_nb
+    from IPython.display import Markdown
+    seen = {}
+    monkeypatch.setattr(myst_nb, 'glue',
+                        lambda name, obj, display: seen.update(
+                            name=name, obj=obj, display=display))
+    assert dp.glue_text('acc', f'{0.8512:.2f}') == '0.85'
+    assert seen['name'] == 'acc' and seen['display'] is False
+    assert isinstance(seen['obj'], Markdown) and seen['obj'].data == '0.85'

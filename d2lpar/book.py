@@ -1,4 +1,4 @@
-"""How much work the book's chapters do: full, or quick for iterating.
+"""Helpers for the book's pages: build settings and glued text.
 
 ``D2LPAR_QUICK=1`` makes every chapter train briefly on a slice of the
 data so a whole build takes minutes; the pages then say so.
@@ -52,3 +52,28 @@ def book_settings():
     if quick:
         return BookSettings(True, 2, 6000)
     return BookSettings(False, 10, None)
+
+
+def glue_text(name, text):
+    """Glue ``text`` so the prose can show it with ``{glue:md}`name```.
+
+    Every number in the book's prose is computed when the page is built
+    and inserted this way, never typed. Gluing a Markdown object (not a
+    plain ``str``) keeps the quotes of ``repr`` off the page.
+
+    Parameters
+    ----------
+    name : str
+        The key the prose refers to.
+    text : object
+        Shown as Markdown after ``str()``; format numbers first.
+
+    Returns
+    -------
+    str
+        The text glued, for printing or checks.
+    """
+    from IPython.display import Markdown
+    from myst_nb import glue
+    glue(name, Markdown(str(text)), display=False)
+    return str(text)
