@@ -20,15 +20,17 @@ data:
 test: setup data
 	$(PY) -m pytest
 
+# Chapter execution and the browser check of the built book (run after
+# `make book`, which the browser check reads).
 test-slow: setup
 	scripts/get-data.sh --required
+	scripts/get-chromium.sh
 	$(PY) -m pytest -m slow
 
-# Until the chapters exist, the "book" is the 1-vs-2-device comparison.
+# The executed book in _build/html; D2LPAR_QUICK=1 for a quick build.
 book: setup
 	scripts/get-data.sh --required
-	$(PY) -m d2lpar train --devices 1 --epochs $${EPOCHS:-10}
-	$(PY) -m d2lpar train --devices 2 --epochs $${EPOCHS:-10}
+	scripts/build-book.sh $(VENV)
 
 clean:
-	rm -rf _build
+	rm -rf _build .mathjax

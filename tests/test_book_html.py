@@ -1,0 +1,88 @@
+"""Open the built book in headless Chromium (slow; after `make book`).
+
+Checks what a reader sees: the training chapter's figures, its glued
+numbers, no error output, formulas typeset offline by the MathJax the
+build installed. A screenshot is kept in _build/screenshots/.
+"""
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from test_book_sources import CHAPTERS, ROOT
+
+pytestmark = pytest.mark.slow
+
+HTML = os.path.join(ROOT, '_build', 'html')
+SHOTS = os.path.join(ROOT, '_build', 'screenshots')
+FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic',
+         '--no-first-run', '--disable-background-networking',
+         '--disable-component-update', '--disable-sync',
+         '--virtual-time-budget=15000']
+
+
+def chromium(page, *args, tmp_path):
+    path = os.path.join(HTML, 'book', page)
+    if not os.path.exists(path):
+        pytest.fail(f'{path} does not exist: run `make book` first')
+    exe = shutil.which('chromium')
+    assert exe, 'chromium is not installed: run scripts/get-chromium.sh'
+    run = subprocess.run(
+        [exe, *FLAGS, f'--user-data-dir={tmp_path / "profile"}', *args,
+         'file://' + path], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return run.stdout
+
+
+def visible_text(dom):
+    dom = re.sub(r'<(script|style)\b.*?</\1>', '', dom, flags=re.S)
+    return re.sub(r'\s+', ' ', re.sub(r'<[^>]+>', ' ', dom))
+
+
+def test_training_page_as_a_reader_sees_it(tmp_path):
+    """The training chapter shows its plots, its glued accuracies, times
+    and speed-up, the devices it ran on, and no traceback or stderr."""
+    dom = chromium('training.html', '--dump-dom', tmp_path=tmp_path)
+    images = re.findall(r'<img [^>]*src="([^"]+)"', dom)
+    assert len(images) >= 3  # 1-device curve, 2-device curve, comparison
+    for src in images:
+        assert os.path.exists(os.path.normpath(
+            os.path.join(HTML, 'book', src))), src
+    text = visible_text(dom)
+    assert re.search(r'reached a test accuracy of 0\.\d\d after \d+ '
+                     r'epochs', text)
+    assert re.search(r'An epoch took \d+\.\d seconds on one device and '
+                     r'\d+\.\d seconds on two', text)
+    assert re.search(r'speed-up of \d+\.\d\dx', text)
+    assert 'cpu(0) and cpu(1)' in text or 'gpu(0) and gpu(1)' in text
+    assert 'Traceback (most recent call last)' not in text
+    assert not re.search(r'class="[^"]*(traceback|stderr)', dom)
+    assert 'glue:' not in text
+    os.makedirs(SHOTS, exist_ok=True)
+    shot = os.path.join(SHOTS, 'training.png')
+    chromium('training.html', f'--screenshot={shot}',
+             '--window-size=1200,4000', tmp_path=tmp_path)
+    assert os.path.getsize(shot) > 10000
+
+
+def test_formulas_typeset_offline(tmp_path):
+    """MathJax comes from the book itself (no CDN) and typesets the
+    train_batch chapter's formula: no raw TeX is left on the page."""
+    dom = chromium('train-batch.html', '--dump-dom', tmp_path=tmp_path)
+    scripts = re.findall(r'<script [^>]*src="([^"]*mathjax[^"]*)"', dom,
+                         flags=re.I)
+    assert scripts and not any(s.startswith('http') for s in scripts)
+    assert '<mjx-container' in dom
+    assert r'\sum_{i \in B}' not in visible_text(dom)
+
+
+def test_notebooks_offered_for_download():
+    """The build ships a plain .ipynb of every chapter in html/notebooks/,
+    where the preface links to it."""
+    for name in CHAPTERS:
+        notebook = os.path.join(HTML, 'notebooks', name[:-3] + '.ipynb')
+        assert os.path.getsize(notebook) > 1000, notebook
+    intro = open(os.path.join(HTML, 'book', 'intro.html')).read()
+    assert 'href="../notebooks/training.ipynb"' in intro
