@@ -19,14 +19,18 @@ import os
 CPU_TEMP_COPY = '64'
 os.environ.setdefault('MXNET_CPU_TEMP_COPY', CPU_TEMP_COPY)
 
-from .collectives import allreduce, sharded_allreduce
+from . import schedules
+from .book import BookSettings, book_settings, glue_text
+from .buckets import bucketed_allreduce
+from .collectives import (allreduce, flat_view, ring_allreduce,
+                          run_schedule, sharded_allreduce)
 from .data import DatasetError, load_fashion_mnist
 from .devices import devices
 from .evaluation import evaluate_accuracy, evaluate_accuracy_sharded
+from .kvstore import kvstore_allreduce
 from .model import LENET_SHAPES, init_lenet_params, lenet
 from .parameters import get_params
 from .plotting import draw_parallelism_schemes, plot_accuracy, plot_split
-from .book import BookSettings, book_settings, glue_text
 from .splitting import shard_sizes, split_batch
 from .training import TrainResult, cross_entropy, train, train_batch
 
@@ -34,10 +38,12 @@ __version__ = '0.1.0'
 
 __all__ = [
     'BookSettings', 'DatasetError', 'LENET_SHAPES', 'TrainResult',
-    'allreduce', 'book_settings', 'cross_entropy', 'devices',
+    'allreduce', 'book_settings', 'bucketed_allreduce',
+    'kvstore_allreduce', 'cross_entropy', 'devices',
     'draw_parallelism_schemes', 'evaluate_accuracy', 'glue_text',
     'evaluate_accuracy_sharded', 'get_params', 'init_lenet_params',
     'lenet', 'load_fashion_mnist', 'plot_accuracy', 'plot_split',
-    'shard_sizes', 'sharded_allreduce', 'split_batch', 'train',
+    'ring_allreduce', 'run_schedule', 'shard_sizes', 'sharded_allreduce',
+    'flat_view', 'split_batch', 'train',
     'train_batch',
 ]

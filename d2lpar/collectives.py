@@ -1,6 +1,7 @@
 """Summing gradients across devices (allreduce)."""
 from mxnet import np
 
+from .schedules import ring_schedule, sharded_schedule
 from .splitting import shard_sizes
 
 
@@ -78,16 +79,77 @@ def allreduce(data):
         data[0].copyto(data[i])
 
 
+def flat_view(a):
+    """A 1-D view of ``a`` that shares its memory.
+
+    ``mxnet.numpy``'s own ``reshape`` copies, so writes to its result
+    would be lost; the legacy NDArray ``reshape`` returns a view.
+
+    Parameters
+    ----------
+    a : mxnet.numpy.ndarray
+
+    Returns
+    -------
+    mxnet.numpy.ndarray
+        Shape ``(a.size,)``; writing to it writes to ``a``.
+    """
+    return a.as_nd_ndarray().reshape((-1,)).as_np_ndarray()
+
+
+def run_schedule(data, schedule):
+    """Run an allreduce schedule on arrays living on different devices.
+
+    Taught in the chapter on communication. Each array is cut into
+    ``len(data)`` contiguous chunks; every :class:`Transfer` copies one
+    chunk (or the whole array) to another device, which adds it to its
+    own or overwrites its own. Transfers of one step read the values from
+    before the step, as if they happened at the same time.
+
+    Parameters
+    ----------
+    data : list of mxnet.numpy.ndarray
+        Same shape and dtype, one per device; changed in place.
+    schedule : list of list of Transfer
+        For example :func:`d2lpar.schedules.ring_schedule`.
+
+    Raises
+    ------
+    TypeError, ValueError
+        See :func:`check_allreduce_input`.
+    """
+    check_allreduce_input(data, 'run_schedule')
+    flats = [flat_view(a) for a in data]
+    starts = [0]
+    for size in shard_sizes(flats[0].size, len(data)):
+        starts.append(starts[-1] + size)
+    bounds = [slice(a, b) for a, b in zip(starts, starts[1:])]
+    whole = slice(0, flats[0].size)
+    for step in schedule:
+        moved = []
+        for t in step:  # first all copies, so reads see the old values
+            part = whole if t.chunk is None else bounds[t.chunk]
+            if part.start < part.stop:
+                moved.append((t, part,
+                              flats[t.src][part].copyto(data[t.dst].ctx)))
+        for t, part, received in moved:
+            target = flats[t.dst][part]
+            if t.reduce:
+                target += received
+            else:
+                target[:] = received
+
+
 def sharded_allreduce(data):
     """Sum arrays on different devices, spreading the work over all.
 
     Taught in the exercises of the first part, and in the chapter on
     communication. Device ``j`` owns the ``j``-th of ``k`` contiguous
-    chunks of the flattened array: it gathers that chunk from every
-    other device and adds it up (reduce-scatter), then sends the summed
-    chunk back to all of them (all-gather). Each device moves about
-    ``2 (k-1) N / k`` elements instead of the first device's
-    ``2 (k-1) N``. Works for any ``k`` and any size, even fewer
+    chunks: it gathers that chunk from every other device and adds it up
+    (reduce-scatter), then sends the summed chunk back to all of them
+    (all-gather); see :func:`d2lpar.schedules.sharded_schedule`. Each
+    device moves about ``2 (k-1) N / k`` elements instead of the first
+    device's ``2 (k-1) N``. Works for any ``k`` and any size, even fewer
     elements than devices (some chunks are then empty).
 
     Parameters
@@ -106,22 +168,32 @@ def sharded_allreduce(data):
         See :func:`check_allreduce_input`.
     """
     check_allreduce_input(data, 'sharded_allreduce')
-    k = len(data)
-    # mx.np's reshape copies (unlike NumPy's), so we work on flat copies
-    # and write them back at the end.
-    flats = [a.reshape(-1) for a in data]
-    starts = [0]
-    for size in shard_sizes(flats[0].size, k):
-        starts.append(starts[-1] + size)
-    for j in range(k):  # reduce-scatter: device j sums chunk j
-        chunk = slice(starts[j], starts[j + 1])
-        for i in range(k):
-            if i != j and starts[j] < starts[j + 1]:
-                flats[j][chunk] += flats[i][chunk].copyto(data[j].ctx)
-    for j in range(k):  # all-gather: device j sends its summed chunk
-        chunk = slice(starts[j], starts[j + 1])
-        for i in range(k):
-            if i != j and starts[j] < starts[j + 1]:
-                flats[i][chunk] = flats[j][chunk].copyto(data[i].ctx)
-    for a, flat in zip(data, flats):
-        a[:] = flat.reshape(a.shape)
+    run_schedule(data, sharded_schedule(len(data)))
+
+
+def ring_allreduce(data):
+    """Sum arrays on different devices by passing chunks around a ring.
+
+    Taught in the chapter on communication. Device ``i`` only talks to
+    device ``(i+1) % k``: ``k-1`` reduce-scatter steps, then ``k-1``
+    all-gather steps (:func:`d2lpar.schedules.ring_schedule`). Every
+    device sends and receives ``2 (k-1) N / k`` elements, whatever ``k``,
+    and all links are busy at every step.
+
+    Parameters
+    ----------
+    data : list of mxnet.numpy.ndarray
+        Same shape and dtype, typically one per device.
+
+    Returns
+    -------
+    None
+        Every ``data[i]`` now holds the elementwise sum of all inputs.
+
+    Raises
+    ------
+    TypeError, ValueError
+        See :func:`check_allreduce_input`.
+    """
+    check_allreduce_input(data, 'ring_allreduce')
+    run_schedule(data, ring_schedule(len(data)))

@@ -4,6 +4,7 @@ import dataclasses
 from d2l import mxnet as d2l
 from mxnet import autograd, gluon, npx
 
+from .buckets import bucketed_allreduce
 from .checks import check_devices, check_positive
 from .collectives import allreduce
 from .data import load_fashion_mnist
@@ -31,7 +32,7 @@ def _check_replicas(device_params, devices):
 
 
 def train_batch(X, y, device_params, devices, lr, net=lenet,
-                loss=cross_entropy):
+                loss=cross_entropy, algorithm=allreduce, bucket=False):
     """Take one data-parallel minibatch SGD step on all devices.
 
     Taught in the chapter "train_batch". Each device computes the loss
@@ -54,6 +55,12 @@ def train_batch(X, y, device_params, devices, lr, net=lenet,
         ``net(X, params) -> logits``.
     loss : callable, optional
         Per-example loss ``loss(logits, y)``.
+    algorithm : callable, optional
+        The allreduce, e.g. :func:`d2lpar.ring_allreduce`.
+    bucket : bool, optional
+        Pack all gradients into one buffer per device and reduce it once
+        (:func:`d2lpar.bucketed_allreduce`) instead of one call per
+        parameter.
 
     Raises
     ------
@@ -71,8 +78,12 @@ def train_batch(X, y, device_params, devices, lr, net=lenet,
     for l in ls:  # backpropagation is performed separately on each device
         l.backward()
     # Sum all gradients from each device and broadcast them to all devices
-    for i in range(len(device_params[0])):
-        allreduce([params[i].grad for params in device_params])
+    grads = [[p.grad for p in params] for params in device_params]
+    if bucket:
+        bucketed_allreduce(grads, algorithm)
+    else:
+        for i in range(len(grads[0])):
+            algorithm([g[i] for g in grads])
     # Divide by the whole batch size: the step equals the 1-device step
     for params in device_params:
         d2l.sgd(params, lr, X.shape[0])

@@ -16,7 +16,8 @@ def test_time_steps_positive():
 
 def test_compare_steps_runs_children():
     """Each row comes from a child process with the pool size asked for."""
-    rows = bench.compare_steps((1,), ('4',), batch_size=8, repeats=1)
+    rows = bench.compare_steps((1,), ('4',), batch_size=8, repeats=1,
+                                rounds=1)
     assert [(r['devices'], r['temp_copy']) for r in rows] == [(1, '4')]
     assert rows[0]['sec_per_step'] > 0
 

@@ -8,7 +8,7 @@ from numpy.testing import assert_allclose
 import d2lpar as dp
 
 
-ALGORITHMS = [dp.allreduce, dp.sharded_allreduce]
+ALGORITHMS = [dp.allreduce, dp.sharded_allreduce, dp.ring_allreduce]
 
 
 @pytest.mark.parametrize('algorithm', ALGORITHMS)

@@ -1,0 +1,174 @@
+"""The allreduce benchmark: ``python -m d2lpar.bench allreduce``.
+
+Times every allreduce of the library on k devices for gradient sizes
+from 4 KB to 64 MB, next to the physical limit measured in the same run:
+a plain copy of the same bytes from one device to another.
+"""
+import csv
+import json
+import statistics
+import time
+
+import mxnet as mx
+from mxnet import np, npx
+
+from .collectives import allreduce, ring_allreduce, sharded_allreduce
+from .devices import devices as default_devices
+from .kvstore import kvstore_allreduce
+
+ALGORITHMS = {
+    'naive': allreduce,
+    'sharded': sharded_allreduce,
+    'ring': ring_allreduce,
+    'kvstore device': kvstore_allreduce,
+    'kvstore local': lambda data: kvstore_allreduce(data, 'local'),
+}
+SIZES = (4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20)
+
+
+def _median_seconds(fn, repeats, warmup):
+    times = []
+    for i in range(warmup + repeats):
+        npx.waitall()
+        start = time.perf_counter()
+        fn()
+        npx.waitall()
+        if i >= warmup:
+            times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def time_allreduce(algorithm, devices, nbytes, repeats=10, warmup=2):
+    """Median seconds of ``algorithm`` on float32 arrays of ``nbytes``.
+
+    Parameters
+    ----------
+    algorithm : callable
+        An allreduce (``algorithm(data)``, in place).
+    devices : list of mxnet.Context
+        One array per device.
+    nbytes : int
+        Bytes per array (a multiple of 4).
+    repeats, warmup : int, optional
+        Timed and untimed runs; every run ends with ``npx.waitall()``.
+
+    Returns
+    -------
+    float
+    """
+    # Values stay finite however often they are summed: k**12 * 1e-12.
+    data = [np.full(nbytes // 4, 1e-12, dtype='float32', ctx=d)
+            for d in devices]
+    return _median_seconds(lambda: algorithm(data), repeats, warmup)
+
+
+def time_copy(devices, nbytes, repeats=10, warmup=2):
+    """Median seconds of a plain copy of ``nbytes`` between two devices.
+
+    The physical limit an allreduce is compared with: even a perfect
+    one must read and write every byte at least once.
+
+    Parameters
+    ----------
+    devices : list of mxnet.Context
+        The copy goes from ``devices[0]`` to ``devices[1]`` (or to
+        itself with one device).
+    nbytes, repeats, warmup : int
+
+    Returns
+    -------
+    float
+    """
+    src = np.ones(nbytes // 4, dtype='float32', ctx=devices[0])
+    dst = np.zeros(nbytes // 4, dtype='float32', ctx=devices[-1])
+    return _median_seconds(lambda: src.copyto(dst), repeats, warmup)
+
+
+def time_lenet_sync(algorithm, devices, bucket=False, repeats=20,
+                    warmup=3):
+    """Median seconds to sum LeNet's 8 gradients across ``devices``.
+
+    Parameters
+    ----------
+    algorithm : callable
+        An allreduce.
+    devices : list of mxnet.Context
+    bucket : bool, optional
+        One call on a packed buffer (:func:`d2lpar.bucketed_allreduce`)
+        instead of one call per parameter.
+    repeats, warmup : int, optional
+
+    Returns
+    -------
+    float
+    """
+    from .buckets import bucketed_allreduce
+    from .model import LENET_SHAPES
+    grads = [[np.full(shape, 1e-12, dtype='float32', ctx=d)
+              for _, shape in LENET_SHAPES] for d in devices]
+    if bucket:
+        sync = lambda: bucketed_allreduce(grads, algorithm)  # noqa: E731
+    else:
+        sync = lambda: [algorithm([g[i] for g in grads])  # noqa: E731
+                        for i in range(len(LENET_SHAPES))]
+    return _median_seconds(sync, repeats, warmup)
+
+
+def run(device_counts=(2, 4), sizes=SIZES, repeats=10, algorithms=None,
+        progress=print):
+    """Measure every algorithm and the copy limit for every k and size.
+
+    Parameters
+    ----------
+    device_counts : sequence of int, optional
+    sizes : sequence of int, optional
+        Bytes per array.
+    repeats : int, optional
+    algorithms : dict of str to callable, optional
+        Default: :data:`ALGORITHMS`.
+    progress : callable or None, optional
+        Called with one line per finished measurement.
+
+    Returns
+    -------
+    list of dict
+        Rows ``{'devices', 'bytes', 'algorithm', 'seconds', 'gb_per_s',
+        'vs_copy'}``; the copy itself is the row ``'copy (limit)'``.
+        ``gb_per_s`` is bytes per array / seconds; ``vs_copy`` the ratio of
+        that to the copy's.
+    """
+    algorithms = algorithms or ALGORITHMS
+    rows = []
+    for k in device_counts:
+        devices = default_devices(k)
+        for nbytes in sizes:
+            limit = time_copy(devices, nbytes, repeats)
+            timed = [('copy (limit)', limit)] + [
+                (name, time_allreduce(fn, devices, nbytes, repeats))
+                for name, fn in algorithms.items()]
+            for name, seconds in timed:
+                rows.append(dict(devices=k, bytes=nbytes, algorithm=name,
+                                 seconds=seconds,
+                                 gb_per_s=nbytes / seconds / 1e9,
+                                 vs_copy=limit / seconds))
+                if progress:
+                    progress(format_row(rows[-1]))
+    return rows
+
+
+def format_row(row):
+    """One table line of a :func:`run` row."""
+    return (f'{row["devices"]:>3} {row["bytes"] / 2**20:>9.3f} MB '
+            f'{row["algorithm"]:>15} {1e3 * row["seconds"]:>10.3f} ms '
+            f'{row["gb_per_s"]:>8.2f} GB/s {row["vs_copy"]:>6.2f}x copy')
+
+
+def save(rows, path):
+    """Write rows as JSON (``.json``) or CSV (any other suffix)."""
+    with open(path, 'w', newline='') as f:
+        if path.endswith('.json'):
+            json.dump(rows, f, indent=1)
+        else:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)

@@ -1,0 +1,47 @@
+"""Gradient buckets: pack many arrays into one buffer, reduce it once."""
+from mxnet import np
+
+from .collectives import allreduce, flat_view
+
+
+def bucketed_allreduce(arrays_per_device, algorithm=allreduce):
+    """Allreduce many arrays per device as one contiguous buffer.
+
+    Taught in the chapter on communication. Each device copies all its
+    arrays into one flat buffer; ``algorithm`` reduces the ``k`` buffers
+    in a single call; the sums are copied back. One large transfer costs
+    less than many small ones: each has a fixed latency, and each is a
+    separate Python call. PyTorch's DistributedDataParallel groups
+    gradients into such buckets.
+
+    Parameters
+    ----------
+    arrays_per_device : list of list of mxnet.numpy.ndarray
+        ``arrays_per_device[d]`` are device ``d``'s arrays (for example
+        its gradients), the same shapes in the same order on every device.
+    algorithm : callable, optional
+        An allreduce with the contract of :func:`d2lpar.allreduce`.
+
+    Returns
+    -------
+    None
+        Every array now holds the sum of its counterparts.
+
+    Raises
+    ------
+    ValueError
+        If the devices hold different numbers or shapes of arrays.
+    """
+    shapes = [[a.shape for a in arrays] for arrays in arrays_per_device]
+    if any(s != shapes[0] for s in shapes):
+        raise ValueError('bucketed_allreduce: every device must hold '
+                         'arrays of the same shapes in the same order; '
+                         f'got {shapes}')
+    buffers = [np.concatenate([flat_view(a) for a in arrays])
+               for arrays in arrays_per_device]
+    algorithm(buffers)
+    for arrays, buffer in zip(arrays_per_device, buffers):
+        start = 0
+        for a in arrays:
+            flat_view(a)[:] = buffer[start:start + a.size]
+            start += a.size

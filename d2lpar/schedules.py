@@ -1,0 +1,141 @@
+"""Allreduce algorithms as schedules of transfers between devices.
+
+A schedule is a list of steps; a step is a list of :class:`Transfer`
+that happen at the same time. Writing an algorithm down this way lets one
+function run it (:func:`d2lpar.run_schedule`), another count the bytes
+each device sends and receives (:func:`traffic`), and a third replay it
+on paper to draw which chunk each device holds (:func:`trace`).
+
+Arrays are cut into ``k`` contiguous chunks (sizes from
+:func:`d2lpar.shard_sizes`), one per device; ``chunk=None`` means the
+whole array.
+"""
+import collections
+
+from .splitting import shard_sizes
+
+Transfer = collections.namedtuple('Transfer', 'src dst chunk reduce')
+Transfer.__doc__ = ('Send ``chunk`` from device ``src`` to ``dst``, which '
+                    'adds it to its own (``reduce=True``) or overwrites.')
+
+
+def naive_schedule(k):
+    """The chapter's allreduce: reduce onto device 0, broadcast back.
+
+    Parameters
+    ----------
+    k : int
+        Number of devices.
+
+    Returns
+    -------
+    list of list of Transfer
+        ``k-1`` reduce steps into device 0, then ``k-1`` broadcasts.
+    """
+    reduce = [[Transfer(i, 0, None, True)] for i in range(1, k)]
+    broadcast = [[Transfer(0, i, None, False)] for i in range(1, k)]
+    return reduce + broadcast
+
+
+def sharded_schedule(k):
+    """Each device reduces its own chunk, then sends it to all others.
+
+    Parameters
+    ----------
+    k : int
+        Number of devices.
+
+    Returns
+    -------
+    list of list of Transfer
+        Two steps: a reduce-scatter (device ``j`` gathers and adds chunk
+        ``j`` from everyone) and an all-gather (it sends chunk ``j`` back
+        to everyone).
+    """
+    pairs = [(i, j) for j in range(k) for i in range(k) if i != j]
+    return [[Transfer(i, j, j, True) for i, j in pairs],
+            [Transfer(j, i, j, False) for i, j in pairs]]
+
+
+def ring_schedule(k):
+    """Ring allreduce: ``k-1`` reduce-scatter then ``k-1`` all-gather steps.
+
+    Device ``i`` only ever sends to its neighbour ``(i+1) % k``. In step
+    ``s`` of the reduce-scatter it sends chunk ``(i-s) % k``, and the
+    neighbour adds it to its own copy; after ``k-1`` steps device ``i``
+    holds the full sum of chunk ``(i+1) % k``. The all-gather then passes
+    the finished chunks around the ring, overwriting.
+
+    Parameters
+    ----------
+    k : int
+        Number of devices.
+
+    Returns
+    -------
+    list of list of Transfer
+    """
+    reduce_scatter = [[Transfer(i, (i + 1) % k, (i - s) % k, True)
+                       for i in range(k)] for s in range(k - 1)]
+    all_gather = [[Transfer(i, (i + 1) % k, (i + 1 - s) % k, False)
+                   for i in range(k)] for s in range(k - 1)]
+    return reduce_scatter + all_gather
+
+
+def traffic(schedule, k, n, itemsize=4):
+    """Bytes each device sends and receives when running ``schedule``.
+
+    Parameters
+    ----------
+    schedule : list of list of Transfer
+    k : int
+        Number of devices.
+    n : int
+        Elements per array.
+    itemsize : int, optional
+        Bytes per element (4 for float32).
+
+    Returns
+    -------
+    sent, received : list of int
+        Per device, in bytes.
+    """
+    sizes = shard_sizes(n, k)
+    sent, received = [0] * k, [0] * k
+    for step in schedule:
+        for t in step:
+            nbytes = itemsize * (n if t.chunk is None else sizes[t.chunk])
+            sent[t.src] += nbytes
+            received[t.dst] += nbytes
+    return sent, received
+
+
+def trace(schedule, k):
+    """Replay ``schedule`` on paper: who holds what after each step.
+
+    Parameters
+    ----------
+    schedule : list of list of Transfer
+    k : int
+        Number of devices.
+
+    Returns
+    -------
+    list of list of list of int
+        ``states[t][d][c]``: how many devices' contributions device
+        ``d``'s chunk ``c`` contains after step ``t`` (``states[0]`` is
+        the start, all ones). Every entry is ``k`` at the end of a correct
+        allreduce.
+    """
+    held = [[{d} for _ in range(k)] for d in range(k)]
+    states = [[[len(s) for s in row] for row in held]]
+    for step in schedule:
+        # Transfers within a step read the state from before the step.
+        sent = [(t, [set(s) for s in held[t.src]]) for t in step]
+        for t, src in sent:
+            chunks = range(k) if t.chunk is None else [t.chunk]
+            for c in chunks:
+                held[t.dst][c] = (held[t.dst][c] | src[c] if t.reduce
+                                  else set(src[c]))
+        states.append([[len(s) for s in row] for row in held])
+    return states

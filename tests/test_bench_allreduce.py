@@ -1,0 +1,62 @@
+"""d2lpar.bench_allreduce: rows are complete and consistent."""
+import csv
+import json
+
+import pytest
+
+from d2lpar import bench_allreduce as ab
+from d2lpar import comm_plots, ring_allreduce
+
+
+@pytest.fixture(scope='module')
+def rows():
+    return ab.run((2,), (4096, 65536), repeats=2, progress=None)
+
+
+def test_every_algorithm_and_the_limit_measured(rows):
+    """One row per (k, size, algorithm), the copy limit included, with
+    bandwidth = bytes / seconds and the ratio to the copy's time."""
+    names = ['copy (limit)'] + list(ab.ALGORITHMS)
+    assert [(r['bytes'], r['algorithm']) for r in rows] == \
+        [(b, n) for b in (4096, 65536) for n in names]
+    for r in rows:
+        assert r['seconds'] > 0
+        assert r['gb_per_s'] == pytest.approx(r['bytes'] / r['seconds']
+                                              / 1e9)
+        limit = next(x for x in rows if x['bytes'] == r['bytes']
+                     and x['algorithm'] == 'copy (limit)')
+        assert r['vs_copy'] == pytest.approx(limit['seconds']
+                                             / r['seconds'])
+
+
+def test_save_json_and_csv(rows, tmp_path):
+    """Rows round-trip through JSON and CSV for the chapter to plot."""
+    ab.save(rows, str(tmp_path / 'r.json'))
+    assert json.load(open(tmp_path / 'r.json')) == rows
+    ab.save(rows, str(tmp_path / 'r.csv'))
+    back = list(csv.DictReader(open(tmp_path / 'r.csv')))
+    assert [r['algorithm'] for r in back] == [r['algorithm'] for r in rows]
+
+
+def test_plot_bandwidth_one_line_per_algorithm(rows):
+    """The bandwidth figure has the copy limit and every algorithm."""
+    fig = comm_plots.plot_bandwidth(rows)
+    labels = [line.get_label() for line in fig.axes[0].lines]
+    assert labels == ['copy (limit)'] + list(ab.ALGORITHMS)
+
+
+def test_lenet_sync_positive():
+    """Summing LeNet's gradients takes a positive time, both ways."""
+    import mxnet as mx
+    devices = [mx.cpu(0), mx.cpu(1)]
+    for bucket in (False, True):
+        assert ab.time_lenet_sync(ring_allreduce, devices, bucket,
+                                  repeats=2, warmup=1) > 0
+
+
+def test_ring_trace_figure():
+    """k=4: a start panel, 3 reduce-scatter and 3 all-gather panels."""
+    fig = comm_plots.draw_ring_trace(4)
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles == ['start'] + [f'reduce-scatter {i}' for i in (1, 2, 3)] \
+        + [f'all-gather {i}' for i in (1, 2, 3)]
