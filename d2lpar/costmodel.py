@@ -57,3 +57,49 @@ def allreduce_time(algorithm, k, nbytes, bandwidth, latency=0.0):
         return 0.0
     messages, share = _SHAPES[algorithm](k)
     return 2 * messages * (latency + share * nbytes / bandwidth)
+
+
+def memory_traffic(algorithm, k, nbytes):
+    """Bytes read plus written in memory by one allreduce on CPU contexts.
+
+    Taught in the chapter on communication. CPU contexts share one
+    memory, so a "transfer" is a copy (read N, write N) and an addition
+    reads two arrays and writes one. Large allreduces are then bound by
+    memory bandwidth, and their best possible speed relative to a plain
+    copy of N bytes (2N of traffic) is ``2N / memory_traffic``:
+
+    - ``'copy'``: ``2N``, the reference.
+    - ``'ideal'``: ``2kN``, read every input once and write every output
+      once, as a single fused kernel would.
+    - ``'naive'``, ``'sharded'``, ``'ring'`` as implemented here:
+      ``7 (k-1) N``: ``(k-1) N`` bytes are copied into receive buffers
+      (2 each), added (3 each), and copied out again (2 each). The naive
+      algorithm moves as much as the ring; it just does it all on one
+      device, one operation after another.
+
+    Parameters
+    ----------
+    algorithm : {'copy', 'ideal', 'naive', 'sharded', 'ring'}
+    k : int
+        Devices.
+    nbytes : float
+        Bytes per device's array (N).
+
+    Returns
+    -------
+    float
+        Bytes read plus written.
+
+    Raises
+    ------
+    ValueError
+        For an unknown algorithm.
+    """
+    if algorithm == 'copy':
+        return 2 * nbytes
+    if algorithm == 'ideal':
+        return 2 * k * nbytes
+    if algorithm in ('naive', 'sharded', 'ring'):
+        return 7 * (k - 1) * nbytes
+    raise ValueError(f'memory_traffic: unknown algorithm {algorithm!r}; '
+                     f"use 'copy', 'ideal', 'naive', 'sharded' or 'ring'")

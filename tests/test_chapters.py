@@ -15,7 +15,8 @@ from test_book_sources import BOOK, CHAPTERS
 pytestmark = pytest.mark.slow
 
 # Chapters whose readers must see at least one figure.
-PLOTTING = {'splitting-the-work.md', 'split-batch.md', 'training.md'}
+PLOTTING = {'splitting-the-work.md', 'split-batch.md', 'training.md',
+            'communication.md'}
 IMAGE_TYPES = {'image/png', 'image/svg+xml'}
 
 

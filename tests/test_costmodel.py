@@ -41,3 +41,31 @@ def test_unknown_algorithm_and_one_device():
     assert allreduce_time('ring', 1, MB, GB) == 0
     with pytest.raises(ValueError, match='unknown algorithm'):
         allreduce_time('tree', 4, MB, GB)
+
+
+def test_memory_traffic_ceilings():
+    """Against a plain copy, a perfect fused allreduce can reach 1/k of
+    the copy's speed (0.5 for 2 devices) and ours 2/(7(k-1))."""
+    from d2lpar.costmodel import memory_traffic
+    copy = memory_traffic('copy', 2, MB)
+    assert copy / memory_traffic('ideal', 2, MB) == pytest.approx(0.5)
+    assert copy / memory_traffic('ideal', 4, MB) == pytest.approx(0.25)
+    for name in ('naive', 'sharded', 'ring'):
+        assert copy / memory_traffic(name, 2, MB) == pytest.approx(2 / 7)
+    with pytest.raises(ValueError, match='unknown algorithm'):
+        memory_traffic('tree', 2, MB)
+
+
+def test_memory_traffic_counts_the_implementation():
+    """7(k-1)N is what the ring's schedule implies: (k-1)N bytes received
+    in each phase; reduce-phase bytes are copied (2) and added (3),
+    gather-phase bytes copied (2)."""
+    from d2lpar import schedules
+    from d2lpar.costmodel import memory_traffic
+    k, n = 4, 1000
+    schedule = schedules.ring_schedule(k)
+    half = len(schedule) // 2
+    reduce_in = sum(schedules.traffic(schedule[:half], k, n)[1])
+    gather_in = sum(schedules.traffic(schedule[half:], k, n)[1])
+    assert 5 * reduce_in + 2 * gather_in == \
+        memory_traffic('ring', k, 4 * n)
