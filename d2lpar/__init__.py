@@ -24,6 +24,8 @@ from .book import BookSettings, book_settings, glue_text
 from .buckets import bucketed_allreduce
 from .collectives import (allreduce, flat_view, ring_allreduce,
                           run_schedule, sharded_allreduce)
+from .concise import (gluon_lenet, set_lenet_params, train_batch_concise,
+                      train_concise)
 from .data import DatasetError, load_fashion_mnist
 from .devices import devices
 from .evaluation import evaluate_accuracy, evaluate_accuracy_sharded
@@ -41,6 +43,7 @@ __all__ = [
     'allreduce', 'book_settings', 'bucketed_allreduce',
     'kvstore_allreduce', 'cross_entropy', 'devices',
     'draw_parallelism_schemes', 'evaluate_accuracy', 'glue_text',
+    'gluon_lenet', 'set_lenet_params', 'train_batch_concise', 'train_concise',
     'evaluate_accuracy_sharded', 'get_params', 'init_lenet_params',
     'lenet', 'load_fashion_mnist', 'plot_accuracy', 'plot_split',
     'ring_allreduce', 'run_schedule', 'shard_sizes', 'sharded_allreduce',

@@ -101,8 +101,8 @@ class TrainResult:
         Training time of each epoch (finished work only).
     devices : list of mxnet.Context
         The devices that trained.
-    batch_size : int
-        Examples per minibatch, summed over devices.
+    batch_size : int or None
+        Examples per minibatch, summed over devices (None if unknown).
     lr : float
         Learning rate.
     figure : matplotlib.figure.Figure or None

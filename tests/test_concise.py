@@ -1,0 +1,68 @@
+"""d2lpar.concise: Gluon's Trainer takes exactly the from-scratch step."""
+import mxnet as mx
+import numpy as onp
+import pytest
+from mxnet import gluon
+from numpy.testing import assert_allclose, assert_array_equal
+
+import d2lpar as dp
+from conftest import needs_real_data
+from test_training import LR, make_batches
+
+
+def gluon_values(net, device):
+    """The Gluon parameters on ``device``, in the from-scratch layout."""
+    values = [p.data(device).asnumpy()
+              for p in net.collect_params().values()]
+    return [v.T if v.ndim == 2 else v for v in values]
+
+
+def test_same_initial_values():
+    """set_lenet_params copies the 8 arrays onto every device."""
+    params = dp.init_lenet_params(1, 0.1)
+    devices = [mx.cpu(0), mx.cpu(1)]
+    net = dp.set_lenet_params(dp.gluon_lenet(), params, devices)
+    for d in devices:
+        for got, want in zip(gluon_values(net, d), params):
+            assert_array_equal(got, want.asnumpy())
+
+
+@pytest.mark.parametrize('k', [1, 2, 3])
+def test_trainer_step_equals_train_batch(k):
+    """After several steps (uneven batches included) Gluon's LeNet with
+    Trainer(kvstore='device') holds the parameters of the from-scratch
+    train_batch (rtol 1e-5, atol 1e-6), identical on every device."""
+    devices = [mx.cpu(i) for i in range(k)]
+    start = dp.init_lenet_params(1, 0.1)
+    net = dp.set_lenet_params(dp.gluon_lenet(), start, devices)
+    trainer = gluon.Trainer(net.collect_params(), 'sgd',
+                            {'learning_rate': LR}, kvstore='device')
+    device_params = [dp.get_params(start, d) for d in devices]
+    for X, y in make_batches():
+        dp.train_batch_concise(X, y, net, trainer, devices)
+        dp.train_batch(X, y, device_params, devices, LR)
+    for got, want in zip(gluon_values(net, devices[0]), device_params[0]):
+        assert_allclose(got, want.asnumpy(), rtol=1e-5, atol=1e-6)
+    for d in devices[1:]:
+        for a, b in zip(gluon_values(net, d), gluon_values(net, devices[0])):
+            assert_array_equal(a, b)
+
+
+def test_train_concise_bad_input():
+    """A non-positive learning rate or epoch count is refused."""
+    with pytest.raises(ValueError, match='lr must be positive'):
+        dp.train_concise([mx.cpu(0)], ([], []), lr=0)
+    with pytest.raises(ValueError, match='num_epochs must be positive'):
+        dp.train_concise([mx.cpu(0)], ([], []), num_epochs=0)
+
+
+@needs_real_data
+def test_train_concise_beats_chance(capsys):
+    """Two epochs on 2,000 real images on 2 CPU contexts reach far above
+    chance and print the summary line."""
+    data = dp.load_fashion_mnist(64, num_train=2000, num_test=500)
+    result = dp.train_concise([mx.cpu(0), mx.cpu(1)], data, lr=0.2,
+                              num_epochs=2,
+                              params=dp.init_lenet_params(0, 0.1))
+    assert result.final_test_acc > 0.5
+    assert 'on [cpu(0), cpu(1)]' in capsys.readouterr().out
