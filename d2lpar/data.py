@@ -211,8 +211,33 @@ def find_fashion_mnist(root=None, download=True):
         'or set D2LPAR_DATA=FOLDER.')
 
 
+class ShuffleSampler(gluon.data.Sampler):
+    """Indices ``0..n-1`` in a new random order each epoch, reproducibly.
+
+    Gluon's own ``RandomSampler`` draws from NumPy's global generator;
+    this one owns its generator, so a seed fixes every epoch's order.
+
+    Parameters
+    ----------
+    n : int
+        Number of examples.
+    seed : int
+        Seed of the private generator.
+    """
+
+    def __init__(self, n, seed):
+        self._n = n
+        self._rng = onp.random.default_rng(seed)
+
+    def __iter__(self):
+        return iter(self._rng.permutation(self._n).tolist())
+
+    def __len__(self):
+        return self._n
+
+
 def load_fashion_mnist(batch_size, root=None, *, num_train=None,
-                       num_test=None, download=True):
+                       num_test=None, download=True, seed=None):
     """Load the real Fashion-MNIST as minibatch iterators.
 
     Taught in the chapter on training with 1 then 2 devices.
@@ -228,6 +253,9 @@ def load_fashion_mnist(batch_size, root=None, *, num_train=None,
         Keep only the first examples of each split (quick runs, tests).
     download : bool, optional
         Try the official download if no folder has the files.
+    seed : int, optional
+        Seed of the training shuffle: the same seed gives the same order
+        of minibatches in every epoch of every run.
 
     Returns
     -------
@@ -254,9 +282,14 @@ def load_fashion_mnist(batch_size, root=None, *, num_train=None,
         X, y = read_split(directory, split)
         dataset = gluon.data.ArrayDataset(np.array(X[:limit]),
                                           np.array(y[:limit]))
+        sampler = None
+        if split == 'train' and seed is not None:
+            sampler = gluon.data.BatchSampler(
+                ShuffleSampler(len(dataset), seed), batch_size, 'keep')
         # num_workers=0: d2l's 4 worker processes would fight training
         # for the cores; batching in-memory arrays costs < 1 s per epoch.
-        iters.append(gluon.data.DataLoader(dataset, batch_size,
-                                           shuffle=(split == 'train'),
-                                           num_workers=0))
+        iters.append(gluon.data.DataLoader(
+            dataset, batch_size=None if sampler else batch_size,
+            shuffle=(split == 'train' and sampler is None),
+            batch_sampler=sampler, num_workers=0))
     return tuple(iters)

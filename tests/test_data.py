@@ -43,6 +43,25 @@ def test_num_train_and_num_test(isolated_data):
     assert len(collect(test_iter)[1]) == 6
 
 
+def test_seeded_shuffle_is_reproducible(isolated_data):
+    """With a seed, every epoch is a permutation of all examples, the
+    same seed repeats the order, epochs and seeds differ."""
+    root = str(isolated_data / 'mine')
+    write_fashion_dir(root, n_train=40, n_test=4)
+
+    def epochs(seed):
+        train_iter, _ = dp.load_fashion_mnist(8, root=root, seed=seed)
+        return [collect(train_iter)[0][:, 0, 0, :4].tobytes()
+                for _ in range(2)], collect(train_iter)[1]
+
+    (first, second), labels = epochs(0)
+    again, _ = epochs(0)
+    assert [first, second] == again and first != second
+    assert epochs(1)[0][0] != first
+    assert sorted(labels) == sorted(collect(
+        dp.load_fashion_mnist(8, root=root)[0])[1])
+
+
 def test_search_order(isolated_data, monkeypatch):
     """root wins over $D2LPAR_DATA, which wins over MXNet's cache, which
     wins over Debian's folder."""

@@ -116,20 +116,21 @@ def test_train_bad_input(kwargs, message):
 
 @needs_real_data
 def test_train_end_to_end_beats_chance(capsys):
-    """Three epochs on 2,000 real Fashion-MNIST images on 2 CPU contexts
-    reach far above the 10% of chance, report per-epoch numbers, print
-    the chapter's summary line, and draw one curve point per epoch."""
-    data = dp.load_fashion_mnist(64, num_train=2000, num_test=500)
+    """Two epochs on 4,000 real Fashion-MNIST images (fixed shuffle) on 2
+    CPU contexts reach far above the 10% of chance, report per-epoch
+    numbers, print the chapter's summary line, and draw one curve point
+    per epoch."""
+    data = dp.load_fashion_mnist(64, num_train=4000, num_test=500, seed=0)
     devices = [mx.cpu(0), mx.cpu(1)]
-    result = dp.train(lr=0.2, num_epochs=3, devices=devices, data=data,
+    result = dp.train(lr=0.1, num_epochs=2, devices=devices, data=data,
                       init_scale=0.1, plot=True)
     assert result.final_test_acc > 0.5
-    assert len(result.test_acc) == len(result.epoch_seconds) == 3
+    assert len(result.test_acc) == len(result.epoch_seconds) == 2
     assert all(s > 0 for s in result.epoch_seconds)
     assert result.devices == devices
     line = capsys.readouterr().out.strip().splitlines()[-1]
     assert re.fullmatch(r'test acc: 0\.\d\d, \d+\.\d sec/epoch on '
                         r'\[cpu\(0\), cpu\(1\)\]', line)
     xs, ys = result.figure.axes[0].lines[0].get_data()
-    assert list(xs) == [1, 2, 3]
+    assert list(xs) == [1, 2]
     assert_allclose(ys, result.test_acc)
