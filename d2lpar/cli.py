@@ -30,6 +30,26 @@ def build_parser():
     p.add_argument('--init-scale', type=float, default=0.01,
                    help='std of the initial weights; the chapter\'s 0.01 '
                         'stays at chance for about one epoch, 0.1 does not')
+    w = commands.add_parser('worker', help='one ps-lite worker (use launch)')
+    w.add_argument('--epochs', type=int, default=1)
+    w.add_argument('--batch-size', type=int, default=64,
+                   help='examples per worker per step')
+    w.add_argument('--lr', type=float, default=0.1)
+    w.add_argument('--seed', type=int, default=0)
+    w.add_argument('--data', default=None)
+    w.add_argument('--num-train', type=int, default=None)
+    w.add_argument('--num-test', type=int, default=None)
+    w.add_argument('--save-to', default=None,
+                   help='rank 0 saves the parameters here every epoch')
+    la = commands.add_parser('launch', help='run workers on ps-lite')
+    la.add_argument('--workers', type=int, default=2)
+    la.add_argument('--servers', type=int, default=1)
+    la.add_argument('--kvstore', default='dist_sync',
+                    choices=['dist_sync', 'dist_device_sync'])
+    la.add_argument('--timeout', type=float, default=600)
+    la.add_argument('--port', type=int, default=None)
+    la.add_argument('worker_command', nargs=argparse.REMAINDER,
+                    help='after --: the worker command')
     return parser
 
 
@@ -47,6 +67,23 @@ def main(argv=None):
         0 on success, 2 on bad input (the message says what to fix).
     """
     args = build_parser().parse_args(argv)
+    if args.command == 'launch':
+        from .launch import launch
+        command = [c for c in args.worker_command if c != '--'][:]
+        if args.worker_command[:1] == ['--']:
+            command = args.worker_command[1:]
+        try:
+            return launch(command, args.workers, args.servers, args.kvstore,
+                          args.timeout, args.port)
+        except ValueError as e:
+            print(f'error: {e}', file=sys.stderr)
+            return 2
+    if args.command == 'worker':
+        from .worker import run_worker
+        run_worker(args.epochs, args.batch_size, args.lr, args.seed,
+                   data_dir=args.data, num_train=args.num_train,
+                   num_test=args.num_test, save_to=args.save_to)
+        return 0
     try:
         devs = devices(args.devices)
         print(f'training on {devs}', flush=True)

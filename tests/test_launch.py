@@ -1,0 +1,127 @@
+"""Multi-process training on ps-lite, on loopback (slow: processes).
+
+Every launch here has a time limit; a hang fails the test instead of
+blocking CI.
+"""
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import mxnet as mx
+import numpy as onp
+import pytest
+from numpy.testing import assert_allclose
+
+import d2lpar as dp
+from conftest import write_fashion_dir
+from d2lpar.launch import launch
+
+pytestmark = pytest.mark.slow
+PY = sys.executable
+
+
+def run_launch(args, timeout=180):
+    return subprocess.run([PY, '-m', 'd2lpar', 'launch', *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_two_workers_equal_one_process_with_twice_the_batch(tmp_path):
+    """2 workers with 16 examples each per step end with the parameters
+    of one process taking steps of 32 on the same order (rtol 1e-5)."""
+    root = tmp_path / 'data'
+    write_fashion_dir(root, n_train=96, n_test=16)
+    saved = tmp_path / 'params.npz'
+    run = run_launch(['--workers', '2', '--timeout', '150', '--',
+                      PY, '-m', 'd2lpar', 'worker', '--epochs', '2',
+                      '--batch-size', '16', '--lr', '0.1', '--data',
+                      str(root), '--save-to', str(saved)])
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    got = onp.load(saved)
+    data = dp.load_fashion_mnist(32, str(root), seed=0)
+    params = dp.get_params(dp.init_lenet_params(0, 0.1), mx.cpu(0))
+    for _ in range(2):
+        for X, y in data[0]:
+            dp.train_batch(X, y, [params], [mx.cpu(0)], 0.1)
+    moved = onp.abs(params[4].asnumpy()
+                    - dp.init_lenet_params(0, 0.1)[4].asnumpy()).max()
+    assert moved > 1e-4
+    for i, p in enumerate(params):
+        assert_allclose(got[f'arr_{i}'], p.asnumpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_failing_worker_stops_everything():
+    """A worker exiting with status 3 makes the launcher exit 3 within
+    seconds, naming that worker, with no process left behind."""
+    start = time.time()
+    run = run_launch(['--workers', '2', '--timeout', '60', '--', PY, '-c',
+                      'import sys, mxnet as mx; '
+                      'kv = mx.kv.create("dist_sync"); '
+                      'sys.exit(3 if kv.rank == 1 else 0)'])
+    assert run.returncode == 3
+    assert 'exited with status 3' in run.stderr
+    assert time.time() - start < 60
+
+
+def test_killed_worker_is_detected(tmp_path):
+    """Killing a training worker mid-run: the launcher stops the others
+    within 10 s, exits non-zero and names the dead worker; no process of
+    the job survives."""
+    root = tmp_path / 'data'
+    write_fashion_dir(root, n_train=64, n_test=16)
+    proc = subprocess.Popen(
+        [PY, '-m', 'd2lpar', 'launch', '--workers', '2', '--timeout', '120',
+         '--', PY, '-m', 'd2lpar', 'worker', '--epochs', '100000',
+         '--batch-size', '16', '--data', str(root)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pids = {}
+    for line in proc.stdout:
+        if line.startswith('launch: started'):
+            name, pid = line.split(' as pid ')
+            pids[name.replace('launch: started ', '')] = int(pid)
+        if 'epoch 2:' in line:
+            break
+    os.kill(pids['worker 1'], signal.SIGKILL)
+    killed = time.time()
+    out, err = proc.communicate(timeout=30)
+    assert time.time() - killed < 10
+    assert proc.returncode != 0
+    assert 'worker 1' in err and 'exited with status -9' in err
+    time.sleep(0.5)
+    assert [n for n, pid in pids.items() if alive(pid)] == []
+
+
+def test_bad_launches_are_clear_errors():
+    """A busy port, no worker command and zero workers are refused at
+    once with a message saying what to do."""
+    with socket.socket() as busy:
+        busy.bind(('127.0.0.1', 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(ValueError, match=f'port {port} .* in use'):
+            launch(['true'], port=port)
+    with pytest.raises(ValueError, match='no worker command'):
+        launch([])
+    with pytest.raises(ValueError, match='at least 1 worker'):
+        launch(['true'], workers=0)
+    run = run_launch(['--workers', '0', '--', 'true'], timeout=60)
+    assert run.returncode == 2 and 'at least 1 worker' in run.stderr
+
+
+def test_missing_worker_command_program():
+    """A worker program that does not exist fails the launch (status
+    127-like), naming the worker, instead of leaving ps-lite waiting."""
+    run = run_launch(['--workers', '1', '--timeout', '60', '--',
+                      'no-such-program-d2lpar'], timeout=90)
+    assert run.returncode != 0
+    assert 'worker 0' in run.stderr
