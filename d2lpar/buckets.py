@@ -41,7 +41,9 @@ def bucketed_allreduce(arrays_per_device, algorithm=allreduce):
                for arrays in arrays_per_device]
     algorithm(buffers)
     for arrays, buffer in zip(arrays_per_device, buffers):
-        start = 0
+        packed, start = buffer.as_nd_ndarray(), 0
         for a in arrays:
-            flat_view(a)[:] = buffer[start:start + a.size]
+            # copyto into a legacy view: mxnet.numpy's setitem is slower
+            packed[start:start + a.size].copyto(
+                a.as_nd_ndarray().reshape((-1,)))
             start += a.size
