@@ -40,7 +40,9 @@ def build_parser():
     w.add_argument('--num-train', type=int, default=None)
     w.add_argument('--num-test', type=int, default=None)
     w.add_argument('--save-to', default=None,
-                   help='rank 0 saves the parameters here every epoch')
+                   help='rank 0 saves a checkpoint here every epoch')
+    w.add_argument('--resume', action='store_true',
+                   help='continue from the checkpoint in --save-to')
     la = commands.add_parser('launch', help='run workers on ps-lite')
     la.add_argument('--workers', type=int, default=2)
     la.add_argument('--servers', type=int, default=1)
@@ -82,7 +84,8 @@ def main(argv=None):
         from .worker import run_worker
         run_worker(args.epochs, args.batch_size, args.lr, args.seed,
                    data_dir=args.data, num_train=args.num_train,
-                   num_test=args.num_test, save_to=args.save_to)
+                   num_test=args.num_test, save_to=args.save_to,
+                   resume=args.resume)
         return 0
     try:
         devs = devices(args.devices)

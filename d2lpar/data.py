@@ -215,29 +215,34 @@ class ShuffleSampler(gluon.data.Sampler):
     """Indices ``0..n-1`` in a new random order each epoch, reproducibly.
 
     Gluon's own ``RandomSampler`` draws from NumPy's global generator;
-    this one owns its generator, so a seed fixes every epoch's order.
+    here epoch ``e``'s order depends only on ``(seed, e)``, so a seed
+    fixes every epoch's order, and a resumed run can start at any epoch.
 
     Parameters
     ----------
     n : int
         Number of examples.
     seed : int
-        Seed of the private generator.
+        Seed of the orders.
+    epoch : int, optional
+        The epoch whose order the next pass uses.
     """
 
-    def __init__(self, n, seed):
-        self._n = n
-        self._rng = onp.random.default_rng(seed)
+    def __init__(self, n, seed, epoch=0):
+        self._n, self._seed, self.epoch = n, seed, epoch
 
     def __iter__(self):
-        return iter(self._rng.permutation(self._n).tolist())
+        rng = onp.random.default_rng((self._seed, self.epoch))
+        self.epoch += 1
+        return iter(rng.permutation(self._n).tolist())
 
     def __len__(self):
         return self._n
 
 
 def load_fashion_mnist(batch_size, root=None, *, num_train=None,
-                       num_test=None, download=True, seed=None):
+                       num_test=None, download=True, seed=None,
+                       start_epoch=0):
     """Load the real Fashion-MNIST as minibatch iterators.
 
     Taught in the chapter on training with 1 then 2 devices.
@@ -256,6 +261,9 @@ def load_fashion_mnist(batch_size, root=None, *, num_train=None,
     seed : int, optional
         Seed of the training shuffle: the same seed gives the same order
         of minibatches in every epoch of every run.
+    start_epoch : int, optional
+        With ``seed``: the first pass uses the order of this epoch (to
+        resume a run where it stopped).
 
     Returns
     -------
@@ -285,7 +293,8 @@ def load_fashion_mnist(batch_size, root=None, *, num_train=None,
         sampler = None
         if split == 'train' and seed is not None:
             sampler = gluon.data.BatchSampler(
-                ShuffleSampler(len(dataset), seed), batch_size, 'keep')
+                ShuffleSampler(len(dataset), seed, start_epoch),
+                batch_size, 'keep')
         # num_workers=0: d2l's 4 worker processes would fight training
         # for the cores; batching in-memory arrays costs < 1 s per epoch.
         iters.append(gluon.data.DataLoader(

@@ -62,17 +62,29 @@ def global_accuracy(kv, params, test_iter, rank, num_workers):
     return float(counts[0] / counts[1])
 
 
-def save_params(params, path):
-    """Write the parameters atomically: to a temporary file, then rename."""
+def save_params(params, path, epoch=0):
+    """Write a checkpoint atomically: to a temporary file, then rename.
+
+    A crash while writing leaves the previous checkpoint intact, never a
+    half-written one. Arrays are ``arr_0`` ... ``arr_7``; ``epoch`` is
+    the number of finished epochs.
+    """
     tmp = f'{path}.tmp-{os.getpid()}'
     with open(tmp, 'wb') as f:
-        onp.savez(f, *[p.asnumpy() for p in params])
+        onp.savez(f, *[p.asnumpy() for p in params], epoch=epoch)
     os.replace(tmp, path)
+
+
+def load_checkpoint(path):
+    """Return ``(params, finished_epochs)`` from :func:`save_params`."""
+    with onp.load(path) as saved:
+        params = [np.array(saved[f'arr_{i}']) for i in range(8)]
+        return params, int(saved['epoch'])
 
 
 def run_worker(epochs=1, batch_size=64, lr=0.1, seed=0, init_scale=0.1,
                data_dir=None, num_train=None, num_test=None,
-               save_to=None):
+               save_to=None, resume=False):
     """Train LeNet as one worker of a ps-lite job.
 
     Parameters
@@ -86,7 +98,10 @@ def run_worker(epochs=1, batch_size=64, lr=0.1, seed=0, init_scale=0.1,
         Folder with the Fashion-MNIST files.
     num_train, num_test : int, optional
     save_to : str, optional
-        Rank 0 writes the parameters here after every epoch (atomically).
+        Rank 0 writes a checkpoint here after every epoch (atomically).
+    resume : bool, optional
+        Start from the checkpoint in ``save_to`` (if there is one): its
+        parameters, and the data order of the epoch after it.
 
     Returns
     -------
@@ -95,14 +110,17 @@ def run_worker(epochs=1, batch_size=64, lr=0.1, seed=0, init_scale=0.1,
     """
     kv = mx.kv.create(os.environ.get('D2LPAR_KVSTORE', 'dist_sync'))
     rank, nw = kv.rank, kv.num_workers
-    params = init_lenet_params(seed, init_scale)
+    params, done = init_lenet_params(seed, init_scale), 0
+    if resume and save_to and os.path.exists(save_to):
+        params, done = load_checkpoint(save_to)
+        print(f'rank {rank}: resuming after epoch {done}', flush=True)
     sync_initial_params(kv, params)
     params = get_params(params, mx.cpu())
     train_iter, test_iter = load_fashion_mnist(
         batch_size * nw, data_dir, num_train=num_train, num_test=num_test,
-        seed=seed)
+        seed=seed, start_epoch=done)
     accs = []
-    for epoch in range(epochs):
+    for epoch in range(done, epochs):
         timer = d2l.Timer()
         for X, y in train_iter:
             worker_step(kv, *my_shard(X, y, rank, nw), params, lr)
@@ -113,5 +131,5 @@ def run_worker(epochs=1, batch_size=64, lr=0.1, seed=0, init_scale=0.1,
         print(f'rank {rank}/{nw} epoch {epoch + 1}: test acc '
               f'{accs[-1]:.3f}, {seconds:.1f} sec', flush=True)
         if rank == 0 and save_to:
-            save_params(params, save_to)
+            save_params(params, save_to, epoch + 1)
     return accs

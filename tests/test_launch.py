@@ -18,6 +18,7 @@ from numpy.testing import assert_allclose
 import d2lpar as dp
 from conftest import write_fashion_dir
 from d2lpar.launch import launch
+from d2lpar.worker import load_checkpoint
 
 pytestmark = pytest.mark.slow
 PY = sys.executable
@@ -60,6 +61,27 @@ def test_two_workers_equal_one_process_with_twice_the_batch(tmp_path):
         assert_allclose(got[f'arr_{i}'], p.asnumpy(), rtol=1e-5, atol=1e-6)
 
 
+def test_resume_reaches_the_uninterrupted_parameters(tmp_path):
+    """Training 1 epoch, then resuming to 3 from its checkpoint, ends
+    with the parameters of 3 uninterrupted epochs (rtol 1e-6)."""
+    root = tmp_path / 'data'
+    write_fashion_dir(root, n_train=64, n_test=16)
+    full, part = tmp_path / 'full.npz', tmp_path / 'part.npz'
+    base = ['--workers', '2', '--timeout', '150', '--', PY, '-m', 'd2lpar',
+            'worker', '--batch-size', '16', '--data', str(root)]
+    for extra in (['--epochs', '3', '--save-to', str(full)],
+                  ['--epochs', '1', '--save-to', str(part)],
+                  ['--epochs', '3', '--save-to', str(part), '--resume']):
+        run = run_launch(base + extra)
+        assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert 'resuming after epoch 1' in run.stdout
+    want, want_epoch = load_checkpoint(str(full))
+    got, got_epoch = load_checkpoint(str(part))
+    assert got_epoch == want_epoch == 3
+    for g, w in zip(got, want):
+        assert_allclose(g.asnumpy(), w.asnumpy(), rtol=1e-6, atol=1e-7)
+
+
 def test_failing_worker_stops_everything():
     """A worker exiting with status 3 makes the launcher exit 3 within
     seconds, naming that worker, with no process left behind."""
@@ -76,13 +98,15 @@ def test_failing_worker_stops_everything():
 def test_killed_worker_is_detected(tmp_path):
     """Killing a training worker mid-run: the launcher stops the others
     within 10 s, exits non-zero and names the dead worker; no process of
-    the job survives."""
+    the job survives; the last checkpoint loads."""
     root = tmp_path / 'data'
     write_fashion_dir(root, n_train=64, n_test=16)
+    checkpoint = tmp_path / 'ckpt.npz'
     proc = subprocess.Popen(
         [PY, '-m', 'd2lpar', 'launch', '--workers', '2', '--timeout', '120',
          '--', PY, '-m', 'd2lpar', 'worker', '--epochs', '100000',
-         '--batch-size', '16', '--data', str(root)],
+         '--batch-size', '16', '--data', str(root), '--save-to',
+         str(checkpoint)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     pids = {}
     for line in proc.stdout:
@@ -99,6 +123,9 @@ def test_killed_worker_is_detected(tmp_path):
     assert 'worker 1' in err and 'exited with status -9' in err
     time.sleep(0.5)
     assert [n for n, pid in pids.items() if alive(pid)] == []
+    params, epoch = load_checkpoint(str(checkpoint))
+    assert epoch >= 1 and [p.shape for p in params] == \
+        [shape for _, shape in dp.LENET_SHAPES]
 
 
 def test_bad_launches_are_clear_errors():
