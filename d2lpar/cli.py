@@ -71,9 +71,9 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     if args.command == 'launch':
         from .launch import launch
-        command = [c for c in args.worker_command if c != '--'][:]
-        if args.worker_command[:1] == ['--']:
-            command = args.worker_command[1:]
+        command = args.worker_command
+        if command[:1] == ['--']:  # only the separator, not the command's own
+            command = command[1:]
         try:
             return launch(command, args.workers, args.servers, args.kvstore,
                           args.timeout, args.port)
