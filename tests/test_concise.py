@@ -27,6 +27,28 @@ def test_same_initial_values():
             assert_array_equal(got, want.asnumpy())
 
 
+def test_set_values_again_keeps_the_trainer_in_step():
+    """Copying new values into a block a Trainer already stepped replaces
+    them on every device, and the next step starts from them."""
+    devices = [mx.cpu(0), mx.cpu(1)]
+    net = dp.set_lenet_params(dp.gluon_lenet(), dp.init_lenet_params(1, 0.1),
+                              devices)
+    trainer = gluon.Trainer(net.collect_params(), 'sgd',
+                            {'learning_rate': LR}, kvstore='device')
+    X, y = make_batches()[0]
+    dp.train_batch_concise(X, y, net, trainer, devices)
+    other = dp.init_lenet_params(2, 0.1)
+    assert dp.set_lenet_params(net, other, devices) is net
+    for d in devices:
+        for got, want in zip(gluon_values(net, d), other):
+            assert_array_equal(got, want.asnumpy())
+    device_params = [dp.get_params(other, d) for d in devices]
+    dp.train_batch_concise(X, y, net, trainer, devices)
+    dp.train_batch(X, y, device_params, devices, LR)
+    for got, want in zip(gluon_values(net, devices[1]), device_params[0]):
+        assert_allclose(got, want.asnumpy(), rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize('k', [1, 2, 3])
 def test_trainer_step_equals_train_batch(k):
     """After several steps (uneven batches included) Gluon's LeNet with
