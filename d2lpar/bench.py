@@ -9,6 +9,10 @@ memory-copy limit (see :mod:`d2lpar.bench_allreduce`).
 ``python -m d2lpar.bench step`` times one ``train_batch`` step of LeNet
 on 1 and 2 devices, with MXNet's default scratch-buffer pool and with
 d2lpar's, each in a fresh process (MXNet reads the setting once).
+
+``python -m d2lpar.bench engines`` runs the multi-process worker on the
+parameter server and on Horovod (if installed) and prints each engine's
+time and loopback bytes per step (see :mod:`d2lpar.bench_engines`).
 """
 import argparse
 import json
@@ -134,7 +138,14 @@ def main(argv=None):
     for p in (step, once):
         p.add_argument('--batch-size', type=int, default=256)
         p.add_argument('--repeats', type=int, default=20)
+    en = commands.add_parser('engines', help='parameter server vs Horovod')
+    en.add_argument('--workers', type=int, default=2)
+    en.add_argument('--batch-size', type=int, default=128,
+                    help='examples per worker per step')
+    en.add_argument('--json', help='also write the rows to this file')
     args = parser.parse_args(argv)
+    if args.command == 'engines':
+        return _engines(args)
     if args.command == 'allreduce':
         from . import bench_allreduce as ab
         sizes = ([int(mb * 2**20) // 4 * 4 for mb in args.sizes_mb]
@@ -150,6 +161,21 @@ def main(argv=None):
         return 0
     rows = compare_steps(batch_size=args.batch_size, repeats=args.repeats)
     print(format_steps(rows))
+    if args.json:
+        with open(args.json, 'w') as f:
+            json.dump(rows, f, indent=1)
+    return 0
+
+
+def _engines(args):
+    from . import bench_engines as be
+    engines = be.available_engines()
+    if 'horovod' not in engines:
+        print('Horovod is not installed (`make horovod` adds it); '
+              'measuring the parameter server only', flush=True)
+    rows = [be.measure_engine(e, args.workers, args.batch_size)
+            for e in engines]
+    print(be.format_engines(rows))
     if args.json:
         with open(args.json, 'w') as f:
             json.dump(rows, f, indent=1)

@@ -30,7 +30,13 @@ def build_parser():
     p.add_argument('--init-scale', type=float, default=0.01,
                    help='std of the initial weights; the chapter\'s 0.01 '
                         'stays at chance for about one epoch, 0.1 does not')
-    w = commands.add_parser('worker', help='one ps-lite worker (use launch)')
+    w = commands.add_parser(
+        'worker', help='one worker of a multi-process job (start it with '
+        'launch, or with horovodrun for --engine horovod)')
+    w.add_argument('--engine', default='kvstore',
+                   choices=['kvstore', 'horovod'],
+                   help='kvstore: MXNet parameter server (under launch); '
+                        'horovod: ring all-reduce (under horovodrun)')
     w.add_argument('--epochs', type=int, default=1)
     w.add_argument('--batch-size', type=int, default=64,
                    help='examples per worker per step')
@@ -43,6 +49,9 @@ def build_parser():
                    help='rank 0 saves a checkpoint here every epoch')
     w.add_argument('--resume', action='store_true',
                    help='continue from the checkpoint in --save-to')
+    w.add_argument('--stats-to', default=None,
+                   help='rank 0 writes per-epoch steps, seconds and '
+                        'accuracy here as JSON')
     la = commands.add_parser('launch', help='run workers on ps-lite')
     la.add_argument('--workers', type=int, default=2)
     la.add_argument('--servers', type=int, default=1)
@@ -81,11 +90,17 @@ def main(argv=None):
             print(f'error: {e}', file=sys.stderr)
             return 2
     if args.command == 'worker':
+        from .engines import EngineError
         from .worker import run_worker
-        run_worker(args.epochs, args.batch_size, args.lr, args.seed,
-                   data_dir=args.data, num_train=args.num_train,
-                   num_test=args.num_test, save_to=args.save_to,
-                   resume=args.resume)
+        try:
+            run_worker(args.epochs, args.batch_size, args.lr, args.seed,
+                       data_dir=args.data, num_train=args.num_train,
+                       num_test=args.num_test, save_to=args.save_to,
+                       resume=args.resume, engine=args.engine,
+                       stats_to=args.stats_to)
+        except EngineError as e:
+            print(f'error: {e}', file=sys.stderr)
+            return 2
         return 0
     try:
         devs = devices(args.devices)

@@ -1,10 +1,12 @@
-"""One worker of multi-process data parallelism on MXNet's kvstore.
+"""One worker of multi-process data parallelism.
 
-Started by :func:`d2lpar.launch.launch` (``python -m d2lpar worker``).
+Started by :func:`d2lpar.launch.launch` on MXNet's parameter server, or
+by ``horovodrun`` on Horovod (``python -m d2lpar worker --engine ...``).
 Every worker reads the same seeded order of global minibatches and
 trains on its own shard of each, so the workers together take the step
 one process would take on the whole minibatch.
 """
+import json
 import os
 
 import mxnet as mx
@@ -13,6 +15,7 @@ from d2l import mxnet as d2l
 from mxnet import autograd, np, npx
 
 from .data import load_fashion_mnist
+from .engines import make_engine
 from .model import init_lenet_params, lenet
 from .parameters import get_params
 from .splitting import shard_sizes
@@ -28,37 +31,22 @@ def my_shard(X, y, rank, num_workers):
     return X[start:start + sizes[rank]], y[start:start + sizes[rank]]
 
 
-def sync_initial_params(kv, params):
-    """Give every worker rank 0's initial values (kvstore init + pull)."""
-    for i, p in enumerate(params):
-        kv.init(i, p)  # the servers keep rank 0's value
-    kv.init(ACC_KEY, np.zeros(2))
-    for i, p in enumerate(params):
-        kv.pull(i, out=p)
-
-
-def worker_step(kv, X, y, params, lr):
-    """Local gradients, summed over all workers, then the SGD step."""
+def worker_step(engine, X, y, params, lr):
+    """Local gradients, summed over all workers by the engine."""
     with autograd.record():
         l = cross_entropy(lenet(X, params), y).sum()
     l.backward()
-    # Sum over workers. push then pull: pushpull of several keys fails
-    # in MXNet 1.9's dist_sync (ps-lite "msg.data.size() >= 2" check).
-    for i, p in enumerate(params):
-        kv.push(i, p.grad)
-    for i, p in enumerate(params):
-        kv.pull(i, out=p.grad)
+    engine.sum_([p.grad for p in params])
     return l
 
 
-def global_accuracy(kv, params, test_iter, rank, num_workers):
-    """Test accuracy over all workers' shards, combined via the kvstore."""
+def global_accuracy(engine, params, test_iter):
+    """Test accuracy over all workers' shards, combined by the engine."""
     counts = np.zeros(2)
     for X, y in test_iter:
-        Xs, ys = my_shard(X, y, rank, num_workers)
+        Xs, ys = my_shard(X, y, engine.rank, engine.num_workers)
         counts += np.array([d2l.accuracy(lenet(Xs, params), ys), ys.size])
-    kv.push(ACC_KEY, counts)
-    kv.pull(ACC_KEY, out=counts)
+    engine.sum_([counts], first_key=ACC_KEY)
     return float(counts[0] / counts[1])
 
 
@@ -84,8 +72,9 @@ def load_checkpoint(path):
 
 def run_worker(epochs=1, batch_size=64, lr=0.1, seed=0, init_scale=0.1,
                data_dir=None, num_train=None, num_test=None,
-               save_to=None, resume=False):
-    """Train LeNet as one worker of a ps-lite job.
+               save_to=None, resume=False, engine='kvstore',
+               stats_to=None):
+    """Train LeNet as one worker of a multi-process job.
 
     Parameters
     ----------
@@ -102,34 +91,48 @@ def run_worker(epochs=1, batch_size=64, lr=0.1, seed=0, init_scale=0.1,
     resume : bool, optional
         Start from the checkpoint in ``save_to`` (if there is one): its
         parameters, and the data order of the epoch after it.
+    engine : str, optional
+        ``'kvstore'`` (MXNet's parameter server, under
+        :func:`d2lpar.launch.launch`) or ``'horovod'`` (under
+        ``horovodrun``); see :func:`d2lpar.engines.make_engine`.
+    stats_to : str, optional
+        Rank 0 writes the engine, number of workers, and each epoch's
+        steps, seconds and test accuracy here as JSON.
 
     Returns
     -------
     list of float
         Test accuracy after each epoch.
     """
-    kv = mx.kv.create(os.environ.get('D2LPAR_KVSTORE', 'dist_sync'))
-    rank, nw = kv.rank, kv.num_workers
+    engine = make_engine(engine, os.environ.get('D2LPAR_KVSTORE',
+                                                'dist_sync'))
+    rank, nw = engine.rank, engine.num_workers
     params, done = init_lenet_params(seed, init_scale), 0
     if resume and save_to and os.path.exists(save_to):
         params, done = load_checkpoint(save_to)
         print(f'rank {rank}: resuming after epoch {done}', flush=True)
-    sync_initial_params(kv, params)
     params = get_params(params, mx.cpu())
+    engine.broadcast_(params)  # every worker starts from rank 0's values
     train_iter, test_iter = load_fashion_mnist(
         batch_size * nw, data_dir, num_train=num_train, num_test=num_test,
         seed=seed, start_epoch=done)
-    accs = []
+    stats = {'engine': engine.name, 'workers': nw, 'epochs': []}
     for epoch in range(done, epochs):
-        timer = d2l.Timer()
+        timer, steps = d2l.Timer(), 0
         for X, y in train_iter:
-            worker_step(kv, *my_shard(X, y, rank, nw), params, lr)
+            worker_step(engine, *my_shard(X, y, rank, nw), params, lr)
             d2l.sgd(params, lr, X.shape[0])
+            steps += 1
         npx.waitall()
         seconds = timer.stop()
-        accs.append(global_accuracy(kv, params, test_iter, rank, nw))
-        print(f'rank {rank}/{nw} epoch {epoch + 1}: test acc '
-              f'{accs[-1]:.3f}, {seconds:.1f} sec', flush=True)
+        acc = global_accuracy(engine, params, test_iter)
+        stats['epochs'].append({'steps': steps, 'seconds': seconds,
+                                'test_acc': acc})
+        print(f'rank {rank}/{nw} epoch {epoch + 1}: test acc {acc:.3f}, '
+              f'{seconds:.1f} sec', flush=True)
         if rank == 0 and save_to:
             save_params(params, save_to, epoch + 1)
-    return accs
+    if rank == 0 and stats_to:
+        with open(stats_to, 'w') as f:
+            json.dump(stats, f)
+    return [e['test_acc'] for e in stats['epochs']]

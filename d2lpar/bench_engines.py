@@ -1,0 +1,143 @@
+"""Parameter server vs Horovod: step time and bytes on loopback.
+
+``python -m d2lpar.bench engines`` runs the same worker
+(:func:`d2lpar.worker.run_worker`) on each engine, twice: a short and a
+longer job. The difference between the two removes everything that does
+not grow with the number of steps (start-up, the initial broadcast,
+evaluation), so what is left is the cost of one training step.
+"""
+import importlib.util
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+from .loopback import run_counting_bytes
+from .model import LENET_SHAPES
+
+PY = sys.executable
+
+
+def gradient_bytes():
+    """Bytes of LeNet's gradients (float32): the ``N`` of the cost model."""
+    sizes = [1] * len(LENET_SHAPES)
+    for i, (_, shape) in enumerate(LENET_SHAPES):
+        for d in shape:
+            sizes[i] *= d
+    return 4 * sum(sizes)
+
+
+def available_engines():
+    """Engines this environment can run: ``kvstore``, and ``horovod`` if
+    Horovod is installed (``make horovod``)."""
+    engines = ['kvstore']
+    if importlib.util.find_spec('horovod') and _horovodrun():
+        engines.append('horovod')
+    return engines
+
+
+def _horovodrun():
+    here = os.path.join(os.path.dirname(PY), 'horovodrun')
+    return here if os.path.exists(here) else shutil.which('horovodrun')
+
+
+def engine_command(engine, workers, worker_args, timeout=600):
+    """The command that starts ``workers`` workers on ``engine``.
+
+    Parameters
+    ----------
+    engine : {'kvstore', 'horovod'}
+    workers : int
+    worker_args : list of str
+        Arguments for ``python -m d2lpar worker``.
+    timeout : float, optional
+        The launcher's time limit (parameter server).
+
+    Returns
+    -------
+    list of str
+    """
+    worker = [PY, '-m', 'd2lpar', 'worker', '--engine', engine,
+              *worker_args]
+    if engine == 'kvstore':
+        return [PY, '-m', 'd2lpar', 'launch', '--workers', str(workers),
+                '--timeout', str(timeout), '--', *worker]
+    if engine == 'horovod':
+        return [_horovodrun() or 'horovodrun', '-np', str(workers), '-H',
+                f'localhost:{workers}', '--gloo', *worker]
+    raise ValueError(f'unknown engine {engine!r}: use kvstore or horovod')
+
+
+def run_job(engine, workers, batch_size, num_train, num_test, timeout):
+    """Run one training job; return its stats with ``bytes`` added.
+
+    Raises
+    ------
+    RuntimeError
+        If the job fails (its output above says why).
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        stats_path = os.path.join(tmp, 'stats.json')
+        args = ['--epochs', '1', '--batch-size', str(batch_size),
+                '--num-train', str(num_train), '--num-test', str(num_test),
+                '--stats-to', stats_path]
+        command = engine_command(engine, workers, args, timeout)
+        status, sent = run_counting_bytes(command, timeout + 30)
+        if status != 0 or not os.path.exists(stats_path):
+            raise RuntimeError(f'the {engine} job failed (status {status}):'
+                               f' {" ".join(command)}')
+        with open(stats_path) as f:
+            stats = json.load(f)
+    return dict(stats['epochs'][0], bytes=sent)
+
+
+def measure_engine(engine, workers=2, batch_size=128, steps=(10, 40),
+                   num_test=512, timeout=600):
+    """Seconds and loopback bytes of one training step on ``engine``.
+
+    Parameters
+    ----------
+    engine : {'kvstore', 'horovod'}
+    workers : int, optional
+    batch_size : int, optional
+        Examples per worker per step.
+    steps : (int, int), optional
+        Steps of the short and the long job.
+    num_test : int, optional
+    timeout : float, optional
+        Seconds each job may take.
+
+    Returns
+    -------
+    dict
+        ``engine``, ``workers``, ``sec_per_step`` (the long job's training
+        time over its steps), ``bytes_per_step`` (extra bytes of the long
+        job over the short one, per extra step; None where bytes cannot
+        be counted), ``test_acc`` (the long job's).
+    """
+    global_batch = batch_size * workers
+    short, long = (run_job(engine, workers, batch_size, s * global_batch,
+                           num_test, timeout) for s in steps)
+    per_step = None
+    if short['bytes'] is not None and long['bytes'] is not None:
+        per_step = ((long['bytes'] - short['bytes'])
+                    / (long['steps'] - short['steps']))
+    return {'engine': engine, 'workers': workers,
+            'sec_per_step': long['seconds'] / long['steps'],
+            'bytes_per_step': per_step, 'test_acc': long['test_acc']}
+
+
+def format_engines(rows):
+    """A table of :func:`measure_engine` results, with the cost model."""
+    n = gradient_bytes()
+    lines = [f'gradients N = {n / 1e6:.2f} MB per step',
+             f'{"engine":>8} {"workers":>7} {"ms/step":>8} '
+             f'{"MB/step":>8} {"x N":>6}']
+    for r in rows:
+        sent = r['bytes_per_step']
+        mb = f'{sent / 1e6:8.2f}' if sent is not None else f'{"n/a":>8}'
+        ratio = f'{sent / n:6.2f}' if sent is not None else f'{"n/a":>6}'
+        lines.append(f'{r["engine"]:>8} {r["workers"]:>7} '
+                     f'{1e3 * r["sec_per_step"]:8.1f} {mb} {ratio}')
+    return '\n'.join(lines)

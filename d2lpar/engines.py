@@ -1,0 +1,138 @@
+"""How the workers of a multi-process job exchange arrays.
+
+The worker (:mod:`d2lpar.worker`) needs only three things from its
+communication engine: its rank among the workers, a broadcast of rank 0's
+initial values, and a sum of arrays over all workers. MXNet's parameter
+server (ps-lite, through the kvstore) and Horovod (ring all-reduce over
+gloo) both provide them, so the same worker trains on either.
+"""
+import os
+
+import mxnet as mx
+
+ENGINES = ('kvstore', 'horovod')
+
+
+class EngineError(RuntimeError):
+    """An engine cannot start here; the message says what to do."""
+
+
+class ParameterServer:
+    """MXNet's distributed kvstore: workers push to servers, then pull.
+
+    Started by :func:`d2lpar.launch.launch`, which sets the ``DMLC_*``
+    variables ps-lite reads.
+
+    Parameters
+    ----------
+    kind : str, optional
+        ``'dist_sync'`` (the servers sum on the CPU) or
+        ``'dist_device_sync'``.
+
+    Raises
+    ------
+    EngineError
+        If the process was not started as a ps-lite worker.
+    """
+
+    name = 'kvstore'
+
+    def __init__(self, kind='dist_sync'):
+        if os.environ.get('DMLC_ROLE') != 'worker':
+            raise EngineError(
+                'the kvstore engine runs inside a ps-lite job: start the '
+                'workers with `python -m d2lpar launch --workers 2 -- '
+                'python -m d2lpar worker ...`')
+        self.kv = mx.kv.create(kind)
+        self.rank, self.num_workers = self.kv.rank, self.kv.num_workers
+        self._keys = set()
+
+    def broadcast_(self, arrays):
+        """Overwrite ``arrays`` with rank 0's values (init, then pull)."""
+        for key, a in enumerate(arrays):
+            self.kv.init(key, a)  # the servers keep rank 0's value
+            self._keys.add(key)
+        for key, a in enumerate(arrays):
+            self.kv.pull(key, out=a)
+
+    def sum_(self, arrays, first_key=0):
+        """Replace each array by its sum over all workers.
+
+        Arrays are stored under keys ``first_key, first_key + 1, ...``;
+        every worker must use the same keys for the same arrays.
+        """
+        keys = range(first_key, first_key + len(arrays))
+        for key, a in zip(keys, arrays):
+            if key not in self._keys:  # every worker meets it at once
+                self.kv.init(key, a)
+                self._keys.add(key)
+        # push then pull: pushpull of several keys fails in MXNet 1.9's
+        # dist_sync (ps-lite "msg.data.size() >= 2" check).
+        for key, a in zip(keys, arrays):
+            self.kv.push(key, a)
+        for key, a in zip(keys, arrays):
+            self.kv.pull(key, out=a)
+
+
+class Horovod:
+    """Horovod's collectives (ring all-reduce over gloo here).
+
+    Started by ``horovodrun -np 2 -H localhost:2 --gloo python -m d2lpar
+    worker --engine horovod ...``. Horovod is an optional extra:
+    ``make horovod`` builds it against the installed MXNet.
+
+    Raises
+    ------
+    EngineError
+        If Horovod (with MXNet support) is not installed.
+    """
+
+    name = 'horovod'
+
+    def __init__(self):
+        try:
+            import horovod.mxnet as hvd
+        except ImportError as e:
+            raise EngineError(
+                f'the horovod engine needs Horovod built with MXNet '
+                f'support ({e}); install it with `make horovod` '
+                f'(see README)') from e
+        hvd.init()
+        self.hvd = hvd
+        self.rank, self.num_workers = hvd.rank(), hvd.size()
+
+    def broadcast_(self, arrays):
+        """Overwrite ``arrays`` with rank 0's values."""
+        for key, a in enumerate(arrays):
+            self.hvd.broadcast_(a, root_rank=0, name=f'init{key}')
+
+    def sum_(self, arrays, first_key=0):
+        """Replace each array by its sum over all workers, in place.
+
+        Horovod matches arrays across workers by name, built here from
+        the same keys the parameter server uses.
+        """
+        self.hvd.grouped_allreduce_(arrays, op=self.hvd.Sum,
+                                    name=f'sum{first_key}')
+
+
+def make_engine(name, kvstore='dist_sync'):
+    """Return the engine called ``name`` (one of :data:`ENGINES`).
+
+    Parameters
+    ----------
+    name : str
+        ``'kvstore'`` or ``'horovod'``.
+    kvstore : str, optional
+        The kvstore kind for the ``'kvstore'`` engine.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not an engine.
+    """
+    if name == 'kvstore':
+        return ParameterServer(kvstore)
+    if name == 'horovod':
+        return Horovod()
+    raise ValueError(f'unknown engine {name!r}: use one of {ENGINES}')

@@ -1,0 +1,103 @@
+"""Count the bytes a multi-process job sends over loopback.
+
+The machine's own loopback interface also carries every other program's
+traffic (a Jupyter kernel talks to its notebook over TCP). So the job runs
+in a network namespace of its own (``unshare --net``), whose loopback
+carries nothing but the job, and the interface's byte counter before and
+after is exactly what the job sent, TCP/IP headers included.
+
+``python -m d2lpar.loopback REPORT -- COMMAND ...`` is the part that runs
+inside the namespace.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+
+def loopback_tx_bytes():
+    """Bytes sent so far on this network namespace's ``lo`` interface."""
+    with open('/proc/net/dev') as f:
+        for line in f:
+            name, _, counters = line.partition(':')
+            if name.strip() == 'lo':
+                return int(counters.split()[8])  # the first transmit field
+    raise RuntimeError('no loopback interface in /proc/net/dev')
+
+
+def namespace_prefix():
+    """The command prefix that gives a job its own loopback, or None.
+
+    Root uses ``unshare --net``; other users also map themselves to root
+    in a new user namespace. Returns None where neither works (no
+    ``unshare``, or the system forbids new namespaces).
+    """
+    if shutil.which('unshare') is None or shutil.which('ip') is None:
+        return None
+    prefix = ['unshare', '--net']
+    if os.geteuid() != 0:
+        prefix.insert(1, '--map-root-user')
+    probe = subprocess.run(prefix + ['true'], capture_output=True)
+    return prefix if probe.returncode == 0 else None
+
+
+def run_counting_bytes(command, timeout):
+    """Run ``command`` with a private loopback; return ``(status, bytes)``.
+
+    Parameters
+    ----------
+    command : list of str
+        The job (for instance ``python -m d2lpar launch ...``); its output
+        goes to this process's output.
+    timeout : float
+        Seconds before the whole job is killed (status 124).
+
+    Returns
+    -------
+    status : int
+        The job's exit status.
+    sent : int or None
+        Bytes the job sent over loopback; None where this machine cannot
+        give a job its own namespace (see :func:`namespace_prefix`): the
+        job then runs as it is, uncounted.
+    """
+    prefix = namespace_prefix()
+    if prefix is None:
+        return _run(command, timeout), None
+    with tempfile.TemporaryDirectory() as tmp:
+        report = os.path.join(tmp, 'bytes.json')
+        inner = [sys.executable, '-m', 'd2lpar.loopback', report, '--']
+        status = _run(prefix + inner + list(command), timeout)
+        if not os.path.exists(report):
+            return status, None
+        with open(report) as f:
+            return status, json.load(f)['sent']
+
+
+def _run(command, timeout):
+    # Own session, so a timeout can stop the job's whole process tree.
+    proc = subprocess.Popen(command, start_new_session=True)
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        proc.wait()
+        return 124
+
+
+def main(argv=None):
+    """Inside the namespace: bring ``lo`` up, run the job, write bytes."""
+    argv = sys.argv[1:] if argv is None else argv
+    report, command = argv[0], argv[2:]  # REPORT -- COMMAND...
+    subprocess.run(['ip', 'link', 'set', 'lo', 'up'], check=True)
+    before = loopback_tx_bytes()
+    status = subprocess.run(command).returncode
+    with open(report, 'w') as f:
+        json.dump({'sent': loopback_tx_bytes() - before}, f)
+    return status
+
+
+if __name__ == '__main__':
+    sys.exit(main())
