@@ -2,11 +2,13 @@
 #   make book   build the executed book into _build/html (the main job)
 #   make test   run the fast test suite
 # Both create or refresh .venv from requirements.txt and fetch the data.
+# Optional extra: `make horovod` builds Horovod into .venv (the engines
+# chapter then measures it too); `make test-horovod` tests the worker on it.
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.d2lpar-installed
 
-.PHONY: setup data test test-slow book clean
+.PHONY: setup data test test-slow book horovod test-horovod clean
 
 $(STAMP): requirements.txt pyproject.toml scripts/setup-venv.sh
 	scripts/setup-venv.sh $(VENV)
@@ -31,6 +33,14 @@ test-slow: setup
 book: setup
 	scripts/get-data.sh --required
 	scripts/build-book.sh $(VENV)
+
+# Horovod 0.28.1 built against the venv's MXNet (about 2 minutes).
+horovod: setup
+	scripts/setup-horovod.sh $(VENV)
+
+test-horovod: horovod
+	scripts/get-data.sh --required
+	$(PY) -m pytest -m horovod
 
 clean:
 	rm -rf _build .mathjax

@@ -17,6 +17,7 @@ from numpy.testing import assert_allclose
 
 import d2lpar as dp
 from conftest import write_fashion_dir
+from d2lpar import bench_engines as be
 from d2lpar.launch import launch
 from d2lpar.worker import load_checkpoint
 
@@ -152,3 +153,15 @@ def test_missing_worker_command_program():
                       'no-such-program-d2lpar'], timeout=90)
     assert run.returncode != 0
     assert 'worker 0' in run.stderr
+
+
+def test_parameter_server_bytes_per_step():
+    """Per step on loopback, 2 workers and 1 server move 2kN = 4N bytes:
+    each worker pushes its N bytes of gradients and pulls N back."""
+    row = be.measure_engine('kvstore', workers=2, batch_size=64,
+                            steps=(5, 25), num_test=64)
+    n = be.gradient_bytes()
+    assert row['bytes_per_step'] is not None, 'no network namespace here'
+    # Fixed costs (start-up, Horovod's rendezvous) vary a little from
+    # job to job and leak into the difference: allow 5% below the model.
+    assert 0.95 * 4 * n <= row['bytes_per_step'] < 4.5 * n
