@@ -139,3 +139,39 @@ def plot_bandwidth(rows):
     axes[0][-1].legend(fontsize=7)
     fig.tight_layout()
     return fig
+
+
+def plot_engines(rows, nbytes):
+    """Bar charts of :func:`d2lpar.bench_engines.measure_engine` rows.
+
+    Taught in the chapter on several processes. Left: milliseconds per
+    step. Right: bytes sent over loopback per step, in units of the
+    gradients' size ``N``, beside the textbook count (parameter server
+    with one server: each worker pushes and pulls ``N``, ``2kN`` in all;
+    ring all-reduce: ``2(k-1)N``).
+
+    Parameters
+    ----------
+    rows : list of dict
+    nbytes : int
+        ``N``, the gradients' bytes.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    fig, (left, right) = plt.subplots(1, 2, figsize=(7, 2.8))
+    names = [r['engine'] for r in rows]
+    left.bar(names, [1e3 * r['sec_per_step'] for r in rows])
+    left.set_ylabel('ms per step')
+    model = [2 * r['workers'] if r['engine'] == 'kvstore'
+             else 2 * (r['workers'] - 1) for r in rows]
+    sent = [(r['bytes_per_step'] or 0) / nbytes for r in rows]
+    x = range(len(rows))
+    right.bar([i - 0.2 for i in x], sent, 0.4, label='measured')
+    right.bar([i + 0.2 for i in x], model, 0.4, label='model', alpha=0.6)
+    right.set_xticks(list(x), names)
+    right.set_ylabel('bytes per step / N')
+    right.legend()
+    fig.tight_layout()
+    return fig

@@ -55,8 +55,15 @@ def test_literalincludes_name_real_objects(name):
     for path, obj in re.findall(
             r'```\{literalinclude\} (\S+)\n:pyobject: (\S+)', text):
         source = open(os.path.normpath(os.path.join(BOOK, path))).read()
-        assert re.search(rf'^(def|class) {obj}\b', source, re.M), \
-            f'{name}: {obj} not in {path}'
+        outer, _, method = obj.partition('.')  # Class.method is allowed
+        match = re.search(rf'^(def|class) {outer}\b', source, re.M)
+        assert match, f'{name}: {outer} not in {path}'
+        if method:
+            body = source[match.end():].partition('\n')[2]
+            end = re.search(r'^\S', body, re.M)  # the class ends here
+            body = body[:end.start()] if end else body
+            assert re.search(rf'^    def {method}\b', body, re.M), \
+                f'{name}: {obj} not in {path}'
 
 
 @pytest.mark.parametrize('name', CHAPTERS)
