@@ -38,13 +38,18 @@ def alive(pid):
     return True
 
 
-def test_two_workers_equal_one_process_with_twice_the_batch(tmp_path):
+@pytest.mark.parametrize('kvstore', ['dist_sync', 'dist_device_sync'])
+def test_two_workers_equal_one_process_with_twice_the_batch(tmp_path,
+                                                            kvstore):
     """2 workers with 16 examples each per step end with the parameters
-    of one process taking steps of 32 on the same order (rtol 1e-5)."""
+    of one process taking steps of 32 on the same order (rtol 1e-5), with
+    either kvstore (dist_device_sync sums on the workers' devices: CPU
+    contexts here)."""
     root = tmp_path / 'data'
     write_fashion_dir(root, n_train=96, n_test=16)
     saved = tmp_path / 'params.npz'
-    run = run_launch(['--workers', '2', '--timeout', '150', '--',
+    run = run_launch(['--workers', '2', '--kvstore', kvstore,
+                      '--timeout', '150', '--',
                       PY, '-m', 'd2lpar', 'worker', '--epochs', '2',
                       '--batch-size', '16', '--lr', '0.1', '--data',
                       str(root), '--save-to', str(saved)])
