@@ -105,3 +105,41 @@ def test_ring_sends_half_the_bytes_of_one_parameter_server():
     # Fixed costs (start-up, Horovod's rendezvous) vary a little from
     # job to job and leak into the difference: allow 5% below the model.
     assert 0.95 * 2 * n <= row['bytes_per_step'] < 2.3 * n
+
+
+def test_killed_worker_ends_the_job_and_leaves_a_checkpoint(tmp_path):
+    """SIGKILL one Horovod worker mid-run: horovodrun ends the job within
+    10 s, exits non-zero naming process 1, no worker survives, and rank
+    0's last checkpoint loads."""
+    import psutil  # a dependency of Horovod
+    root = tmp_path / 'data'
+    write_fashion_dir(root, n_train=64, n_test=16)
+    checkpoint = tmp_path / 'ckpt.npz'
+    command = be.engine_command('horovod', 2, [
+        '--epochs', '100000', '--batch-size', '16', '--data', str(root),
+        '--save-to', str(checkpoint)])
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        for line in proc.stdout:
+            if 'rank 1/2 epoch 2:' in line:
+                break
+        workers = [p for p in psutil.Process(proc.pid).children(True)
+                   if 'worker' in p.cmdline()]
+        rank1 = [p for p in workers
+                 if p.environ().get('HOROVOD_RANK') == '1']
+        assert len(workers) == 2 and len(rank1) == 1
+        rank1[0].kill()
+        killed = time.time()
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert time.time() - killed < 10
+    assert proc.returncode != 0
+    assert 'Process name: 1' in err and 'Exit code: 137' in err
+    time.sleep(0.5)
+    assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+                   for p in workers)
+    params, epoch = load_checkpoint(str(checkpoint))
+    assert epoch >= 1 and [p.shape for p in params] == \
+        [shape for _, shape in dp.LENET_SHAPES]
