@@ -7,15 +7,14 @@ import subprocess
 import sys
 import time
 
-import mxnet as mx
-import numpy as onp
 import pytest
-from numpy.testing import assert_allclose
 
 import d2lpar as dp
 from conftest import write_fashion_dir
 from d2lpar import bench_engines as be
 from d2lpar.worker import load_checkpoint
+from workerjobs import (check_equals_one_process,
+                        check_resume_matches_uninterrupted)
 
 pytestmark = pytest.mark.horovod
 PY = sys.executable
@@ -35,46 +34,15 @@ def test_horovod_is_built_with_mxnet_and_gloo():
 
 
 def test_two_workers_equal_one_process_with_twice_the_batch(tmp_path):
-    """2 Horovod workers with 16 examples each per step end with the
-    parameters of one process taking steps of 32 (rtol 1e-5), as the
-    parameter-server workers do."""
-    root = tmp_path / 'data'
-    write_fashion_dir(root, n_train=96, n_test=16)
-    saved = tmp_path / 'params.npz'
-    run = horovodrun(['--epochs', '2', '--batch-size', '16', '--lr', '0.1',
-                      '--data', str(root), '--save-to', str(saved)])
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    assert 'rank 1/2 epoch 2' in run.stdout
-    got, epochs = load_checkpoint(str(saved))
-    assert epochs == 2
-    start = dp.init_lenet_params(0, 0.1)
-    data = dp.load_fashion_mnist(32, str(root), seed=0)
-    params = dp.get_params(start, mx.cpu(0))
-    for _ in range(2):
-        for X, y in data[0]:
-            dp.train_batch(X, y, [params], [mx.cpu(0)], 0.1)
-    assert onp.abs(params[4].asnumpy() - start[4].asnumpy()).max() > 1e-4
-    for g, p in zip(got, params):
-        assert_allclose(g.asnumpy(), p.asnumpy(), rtol=1e-5, atol=1e-6)
+    """2 Horovod workers with batch b equal one process with batch 2b,
+    as the parameter-server workers do (see workerjobs)."""
+    job = check_equals_one_process(horovodrun, tmp_path)
+    assert 'rank 1/2 epoch 2' in job.stdout
 
 
 def test_resume_reaches_the_uninterrupted_parameters(tmp_path):
     """1 epoch, then --resume to 3, equals 3 uninterrupted epochs."""
-    root = tmp_path / 'data'
-    write_fashion_dir(root, n_train=64, n_test=16)
-    full, part = tmp_path / 'full.npz', tmp_path / 'part.npz'
-    base = ['--batch-size', '16', '--data', str(root)]
-    for extra in (['--epochs', '3', '--save-to', str(full)],
-                  ['--epochs', '1', '--save-to', str(part)],
-                  ['--epochs', '3', '--save-to', str(part), '--resume']):
-        run = horovodrun(base + extra)
-        assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    assert 'resuming after epoch 1' in run.stdout
-    want, want_epoch = load_checkpoint(str(full))
-    got, got_epoch = load_checkpoint(str(part))
-    assert got_epoch == want_epoch == 3
-    for g, w in zip(got, want):
-        assert_allclose(g.asnumpy(), w.asnumpy(), rtol=1e-6, atol=1e-7)
+    check_resume_matches_uninterrupted(horovodrun, tmp_path)
 
 
 def test_failing_worker_ends_the_job(tmp_path):

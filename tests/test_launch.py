@@ -10,16 +10,15 @@ import subprocess
 import sys
 import time
 
-import mxnet as mx
-import numpy as onp
 import pytest
-from numpy.testing import assert_allclose
 
 import d2lpar as dp
 from conftest import write_fashion_dir
 from d2lpar import bench_engines as be
 from d2lpar.launch import launch
 from d2lpar.worker import load_checkpoint
+from workerjobs import (check_equals_one_process,
+                        check_resume_matches_uninterrupted)
 
 pytestmark = pytest.mark.slow
 PY = sys.executable
@@ -38,54 +37,25 @@ def alive(pid):
     return True
 
 
+def launched(*launch_args):
+    """``run(worker_args)`` for :mod:`workerjobs`: 2 workers on ps-lite."""
+    return lambda args: run_launch(
+        ['--workers', '2', *launch_args, '--timeout', '150', '--', PY,
+         '-m', 'd2lpar', 'worker', *args])
+
+
 @pytest.mark.parametrize('kvstore', ['dist_sync', 'dist_device_sync'])
 def test_two_workers_equal_one_process_with_twice_the_batch(tmp_path,
                                                             kvstore):
-    """2 workers with 16 examples each per step end with the parameters
-    of one process taking steps of 32 on the same order (rtol 1e-5), with
-    either kvstore (dist_device_sync sums on the workers' devices: CPU
-    contexts here)."""
-    root = tmp_path / 'data'
-    write_fashion_dir(root, n_train=96, n_test=16)
-    saved = tmp_path / 'params.npz'
-    run = run_launch(['--workers', '2', '--kvstore', kvstore,
-                      '--timeout', '150', '--',
-                      PY, '-m', 'd2lpar', 'worker', '--epochs', '2',
-                      '--batch-size', '16', '--lr', '0.1', '--data',
-                      str(root), '--save-to', str(saved)])
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    got = onp.load(saved)
-    data = dp.load_fashion_mnist(32, str(root), seed=0)
-    params = dp.get_params(dp.init_lenet_params(0, 0.1), mx.cpu(0))
-    for _ in range(2):
-        for X, y in data[0]:
-            dp.train_batch(X, y, [params], [mx.cpu(0)], 0.1)
-    moved = onp.abs(params[4].asnumpy()
-                    - dp.init_lenet_params(0, 0.1)[4].asnumpy()).max()
-    assert moved > 1e-4
-    for i, p in enumerate(params):
-        assert_allclose(got[f'arr_{i}'], p.asnumpy(), rtol=1e-5, atol=1e-6)
+    """2 workers with batch b equal one process with batch 2b (see
+    workerjobs), with either kvstore (dist_device_sync sums on the
+    workers' devices: CPU contexts here)."""
+    check_equals_one_process(launched('--kvstore', kvstore), tmp_path)
 
 
 def test_resume_reaches_the_uninterrupted_parameters(tmp_path):
-    """Training 1 epoch, then resuming to 3 from its checkpoint, ends
-    with the parameters of 3 uninterrupted epochs (rtol 1e-6)."""
-    root = tmp_path / 'data'
-    write_fashion_dir(root, n_train=64, n_test=16)
-    full, part = tmp_path / 'full.npz', tmp_path / 'part.npz'
-    base = ['--workers', '2', '--timeout', '150', '--', PY, '-m', 'd2lpar',
-            'worker', '--batch-size', '16', '--data', str(root)]
-    for extra in (['--epochs', '3', '--save-to', str(full)],
-                  ['--epochs', '1', '--save-to', str(part)],
-                  ['--epochs', '3', '--save-to', str(part), '--resume']):
-        run = run_launch(base + extra)
-        assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    assert 'resuming after epoch 1' in run.stdout
-    want, want_epoch = load_checkpoint(str(full))
-    got, got_epoch = load_checkpoint(str(part))
-    assert got_epoch == want_epoch == 3
-    for g, w in zip(got, want):
-        assert_allclose(g.asnumpy(), w.asnumpy(), rtol=1e-6, atol=1e-7)
+    """Training 1 epoch, then resuming to 3, equals 3 epochs."""
+    check_resume_matches_uninterrupted(launched(), tmp_path)
 
 
 def test_failing_worker_stops_everything():
