@@ -1,8 +1,11 @@
 """python -m d2lpar: progress per epoch, the summary line, clear errors."""
+import re
 import subprocess
 import sys
 
-from conftest import write_fashion_dir
+import pytest
+
+from conftest import needs_real_data, write_fashion_dir
 from d2lpar.cli import main
 
 
@@ -16,10 +19,47 @@ def test_train_prints_progress_and_summary(isolated_data, capsys):
     out = capsys.readouterr().out.splitlines()
     assert status == 0
     assert out[0] == 'training on [cpu(0), cpu(1)]'
-    assert out[1].startswith('epoch 1/2: test acc ')
-    assert out[2].startswith('epoch 2/2: test acc ')
-    assert out[3].startswith('test acc: ')
-    assert out[3].endswith('sec/epoch on [cpu(0), cpu(1)]')
+    assert out[1].startswith('initial weights: std 0.1 ')
+    assert out[2].startswith('epoch 1/2: test acc ')
+    assert out[3].startswith('epoch 2/2: test acc ')
+    assert out[4].startswith('test acc: ')
+    assert out[4].endswith('sec/epoch on [cpu(0), cpu(1)]')
+
+
+def test_init_scale_reaches_the_weights(isolated_data, capsys, monkeypatch):
+    """--init-scale is what train() receives and what the first lines
+    say; without it the command line starts from 0.1, not the book's
+    0.01 (whose first epoch stays at chance)."""
+    import d2lpar.cli as cli
+    seen = []
+    monkeypatch.setattr(cli, 'train',
+                        lambda **kw: seen.append(kw['init_scale']))
+    root = isolated_data / 'tiny'
+    write_fashion_dir(root, n_train=16, n_test=8)
+    for extra in ([], ['--init-scale', '0.01']):
+        assert main(['train', '--batch-size', '8', '--data', str(root)]
+                    + extra) == 0
+    assert seen == [0.1, 0.01]
+    out = capsys.readouterr().out
+    assert 'initial weights: std 0.1 ' in out
+    assert 'initial weights: std 0.01 ' in out
+
+
+@pytest.mark.slow
+@needs_real_data
+def test_one_epoch_on_two_devices_beats_chance():
+    """The library issue's bar, as typed: `python -m d2lpar train
+    --devices 2 --epochs 1` on the real Fashion-MNIST ends far above the
+    10% of chance."""
+    run = subprocess.run([sys.executable, '-m', 'd2lpar', 'train',
+                          '--devices', '2', '--epochs', '1'],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    last = run.stdout.strip().splitlines()[-1]
+    match = re.fullmatch(r'test acc: (0\.\d\d), \d+\.\d sec/epoch on '
+                         r'\[cpu\(0\), cpu\(1\)\]', last)
+    assert match, run.stdout
+    assert float(match.group(1)) > 0.5
 
 
 def test_bad_input_exits_2_with_message(isolated_data, capsys):
