@@ -154,6 +154,8 @@ def main(argv=None):
               f'{"bandwidth":>13} {"ratio":>11}')
         rows = ab.run(args.devices, sizes, args.repeats)
         ab.save(rows, args.out)
+        print('\n'.join(['targets (sizes of 16 MB and more):']
+                        + (ab.targets(rows) or ['none measured'])))
         print(f'wrote {args.out}')
         return 0
     if args.command == 'step-once':

@@ -6,18 +6,26 @@ a plain copy of the same bytes from one device to another.
 """
 import csv
 import json
+import os
 import statistics
 import time
 
 import mxnet as mx
 from mxnet import np, npx
 
-from .collectives import allreduce, ring_allreduce, sharded_allreduce
+from .collectives import (allreduce, ring_allreduce, run_schedule,
+                          sharded_allreduce)
+from .costmodel import memory_traffic
 from .devices import devices as default_devices
 from .kvstore import kvstore_allreduce
+from .schedules import naive_schedule
 
 ALGORITHMS = {
     'naive': allreduce,
+    # The naive algorithm's very transfers, through reused receive
+    # buffers: tells what its bytes cost from what fresh memory costs.
+    'naive (reused)': lambda data: run_schedule(
+        data, naive_schedule(len(data))),
     'sharded': sharded_allreduce,
     'ring': ring_allreduce,
     'kvstore device': kvstore_allreduce,
@@ -172,3 +180,61 @@ def save(rows, path):
             writer = csv.DictWriter(f, fieldnames=list(rows[0]))
             writer.writeheader()
             writer.writerows(rows)
+
+
+# The issue's targets for the best spreading algorithm at 16-64 MB.
+TARGETS = {'copy (limit)': 0.5, 'naive': 3.0, 'kvstore device': 1.0}
+
+
+def targets(rows, min_bytes=16 << 20):
+    """Check the benchmark's targets, and say why a missed one is missed.
+
+    For every device count and size of at least ``min_bytes``, the best
+    of ``'sharded'`` and ``'ring'`` is compared with the copy (target
+    0.5x its speed), the naive allreduce (3x faster) and kvstore
+    ``'device'`` (at least as fast). Beside the copy ratio stand the
+    memory-traffic ceilings (:func:`d2lpar.costmodel.memory_traffic`);
+    the speed-up over the naive one is split into what reused buffers
+    give (naive / naive (reused)) and what spreading the work gives
+    (naive (reused) / best).
+
+    Parameters
+    ----------
+    rows : list of dict
+        As returned by :func:`run`, with every algorithm measured.
+    min_bytes : int, optional
+
+    Returns
+    -------
+    list of str
+        One verdict line per comparison, each ending in ``met`` or
+        ``missed``.
+    """
+    lines = []
+    for k, nbytes in dict.fromkeys((r['devices'], r['bytes'])
+                                   for r in rows if r['bytes'] >= min_bytes):
+        t = {r['algorithm']: r['seconds'] for r in rows
+             if r['devices'] == k and r['bytes'] == nbytes}
+        best = min(('sharded', 'ring'), key=t.get)
+        where = f'k={k} {nbytes / 2**20:.0f} MB: {best}'
+        for other, goal in TARGETS.items():
+            ratio = t[other] / t[best]
+            verdict = 'met' if ratio >= goal else 'missed'
+            why = ''
+            if other == 'copy (limit)':
+                copy = memory_traffic('copy', k, 1)
+                why = (f' (memory traffic allows '
+                       f'{copy / memory_traffic(best, k, 1):.2f}x per '
+                       f'core, a fused allreduce '
+                       f'{copy / memory_traffic("ideal", k, 1):.2f}x)')
+            elif other == 'naive':
+                # Same bytes as the naive one: spreading them over the
+                # devices gains at most one factor per core that works.
+                cores = min(k, os.cpu_count() or 1)
+                why = (f' = {t["naive"] / t["naive (reused)"]:.1f}x from '
+                       f'reused buffers * '
+                       f'{t["naive (reused)"] / t[best]:.1f}x from spread '
+                       f'work (at most {cores}x on {cores} cores)')
+            lines.append(f'{where} {ratio:.2f}x vs {other}{why}, target '
+                         f'{goal}x: {verdict}')
+    return lines

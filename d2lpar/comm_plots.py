@@ -4,8 +4,8 @@ import matplotlib.pyplot as plt
 from . import schedules
 from .costmodel import allreduce_time
 
-LINE_STYLES = {'naive': 'o-', 'sharded': 's-', 'ring': '^-',
-               'kvstore device': 'd--', 'kvstore local': 'v--',
+LINE_STYLES = {'naive': 'o-', 'naive (reused)': 'o:', 'sharded': 's-',
+               'ring': '^-', 'kvstore device': 'd--', 'kvstore local': 'v--',
                'cpu': 'x:'}
 
 

@@ -46,3 +46,21 @@ def test_import_sets_temp_copy_unless_user_did(preset, expected):
          'print(os.environ["MXNET_CPU_TEMP_COPY"])'],
         env=env, capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == expected
+
+
+def test_allreduce_command_prints_table_and_targets(tmp_path, capsys):
+    """`python -m d2lpar.bench allreduce` prints a line per algorithm,
+    then a verdict per target for sizes from 16 MB, and writes the
+    rows where --out says."""
+    import json
+    from d2lpar.bench import main
+    out = tmp_path / 'rows.json'
+    assert main(['allreduce', '--devices', '2', '--sizes-mb', '16',
+                 '--repeats', '1', '--out', str(out)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    verdicts = printed[printed.index('targets (sizes of 16 MB and more):')
+                       + 1:-1]
+    assert len(verdicts) == 3
+    assert all(v.startswith('k=2 16 MB: ') and
+               v.endswith((': met', ': missed')) for v in verdicts)
+    assert len(json.load(open(out))) == 7

@@ -60,3 +60,43 @@ def test_ring_trace_figure():
     titles = [ax.get_title() for ax in fig.axes]
     assert titles == ['start'] + [f'reduce-scatter {i}' for i in (1, 2, 3)] \
         + [f'all-gather {i}' for i in (1, 2, 3)]
+
+
+def test_every_benchmarked_algorithm_sums():
+    """Every timed algorithm, the reused-buffer naive one included, is a
+    real allreduce: all three arrays end as the sum."""
+    import mxnet as mx
+    import numpy as onp
+    from mxnet import np
+    inputs = [onp.arange(7.0) * (i + 1) for i in range(3)]
+    for name, algorithm in ab.ALGORITHMS.items():
+        data = [np.array(x, ctx=mx.cpu(i)) for i, x in enumerate(inputs)]
+        algorithm(data)
+        for a in data:
+            onp.testing.assert_allclose(a.asnumpy(), sum(inputs),
+                                        err_msg=name)
+
+
+def _rows(k, nbytes, seconds):
+    return [dict(devices=k, bytes=nbytes, algorithm=name, seconds=s)
+            for name, s in seconds.items()]
+
+
+def test_targets_verdicts_and_reasons():
+    """Targets are judged on the faster of sharded/ring, only from 16 MB
+    up; the speed-up over the naive one is split into two factors whose
+    product is the whole; the copy line names the memory ceilings."""
+    times = {'copy (limit)': 1.0, 'naive': 12.0, 'naive (reused)': 6.0,
+             'sharded': 3.0, 'ring': 2.5, 'kvstore device': 2.0,
+             'kvstore local': 4.0}
+    rows = (_rows(2, 1 << 20, times) + _rows(2, 64 << 20, times))
+    lines = ab.targets(rows)
+    assert len(lines) == 3 and all(l.startswith('k=2 64 MB: ring ')
+                                   for l in lines)
+    copy, naive, kv = lines
+    assert '0.40x vs copy (limit)' in copy and copy.endswith('missed')
+    assert '0.29x per core' in copy and '0.50x)' in copy
+    assert '4.80x vs naive = 2.0x from reused buffers * 2.4x' in naive
+    assert naive.endswith('target 3.0x: met')
+    assert '0.80x vs kvstore device' in kv and kv.endswith('missed')
+    assert ab.targets(_rows(2, 1 << 20, times)) == []
