@@ -73,6 +73,7 @@ def test_k_devices_equal_one_device(k):
 
 @pytest.mark.parametrize('options', [
     dict(algorithm=dp.ring_allreduce),
+    dict(bucket=True),
     dict(algorithm=dp.sharded_allreduce, bucket=True),
     dict(algorithm=dp.kvstore_allreduce, bucket=True),
 ])
