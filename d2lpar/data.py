@@ -8,6 +8,7 @@ import gzip
 import os
 import socket
 import struct
+import warnings
 import zlib
 
 import mxnet as mx
@@ -167,6 +168,18 @@ def _download(directory, timeout=30):
     return None
 
 
+def _warn_if_passed_over(report, directory):
+    # A folder the caller named (root, $D2LPAR_DATA) without the data is
+    # most likely a typo; training on another copy must not go unnoticed.
+    chosen = [line for line in report
+              if '(root argument)' in line or '($D2LPAR_DATA)' in line]
+    if chosen:
+        warnings.warn('load_fashion_mnist: the folder you chose lacks '
+                      'Fashion-MNIST:\n' + '\n'.join(chosen)
+                      + f'\nreading {directory} instead; fix the path to '
+                      'use your own copy', stacklevel=4)
+
+
 def find_fashion_mnist(root=None, download=True):
     """Return the first folder that holds all four Fashion-MNIST files.
 
@@ -188,11 +201,18 @@ def find_fashion_mnist(root=None, download=True):
     FileNotFoundError
         Naming every folder searched, what each lacked, and the two ways
         to get the data.
+
+    Warns
+    -----
+    UserWarning
+        When ``root`` or ``$D2LPAR_DATA`` lacks the files and a later
+        folder is used instead.
     """
     report = []
     for label, directory in search_dirs(root):
         missing = _missing(directory)
         if not missing:
+            _warn_if_passed_over(report, directory)
             return directory
         report.append(f'  {directory} ({label}): missing '
                       f'{", ".join(missing)}')
@@ -200,6 +220,7 @@ def find_fashion_mnist(root=None, download=True):
     if download:
         failure = _download(mxnet_cache_dir())
         if not _missing(mxnet_cache_dir()):
+            _warn_if_passed_over(report, mxnet_cache_dir())
             return mxnet_cache_dir()
     raise FileNotFoundError(
         'load_fashion_mnist: Fashion-MNIST was not found. Looked in:\n'
@@ -279,6 +300,12 @@ def load_fashion_mnist(batch_size, root=None, *, num_train=None,
         If a file is corrupt or truncated; the message names it.
     TypeError, ValueError
         If ``batch_size``, ``num_train`` or ``num_test`` is not positive.
+
+    Warns
+    -----
+    UserWarning
+        When ``root`` or ``$D2LPAR_DATA`` lacks the files and another
+        folder's copy is read instead (the warning names both).
     """
     check_positive('batch_size', batch_size, 'load_fashion_mnist', True)
     for name, value in (('num_train', num_train), ('num_test', num_test)):

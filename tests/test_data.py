@@ -81,6 +81,31 @@ def test_search_order(isolated_data, monkeypatch):
     assert data.find_fashion_mnist() == places['debian']
 
 
+def test_chosen_folder_without_data_warns(isolated_data, monkeypatch):
+    """A root or $D2LPAR_DATA that lacks the files (a typo, most likely)
+    still falls through to the next folder, as the search order says, but
+    with a warning naming the chosen folder and the one read instead; a
+    fallback the caller did not choose is silent."""
+    import warnings
+    import d2lpar.data as data
+    cache = str(isolated_data / 'cache')
+    write_fashion_dir(cache)
+    monkeypatch.setattr(data, 'mxnet_cache_dir', lambda: cache)
+    typo = str(isolated_data / 'typo')
+    with pytest.warns(UserWarning) as record:
+        assert data.find_fashion_mnist(typo) == cache
+    message = str(record[0].message)
+    assert typo in message and 'root argument' in message
+    assert f'reading {cache} instead' in message
+    monkeypatch.setenv('D2LPAR_DATA', typo)
+    with pytest.warns(UserWarning, match='D2LPAR_DATA'):
+        dp.load_fashion_mnist(8)
+    monkeypatch.delenv('D2LPAR_DATA')
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        assert data.find_fashion_mnist() == cache
+
+
 def test_missing_everywhere_names_every_place(isolated_data):
     """With no files anywhere the error lists each folder searched, the
     download failure, and both ways to get the data."""
