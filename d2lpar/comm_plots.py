@@ -4,7 +4,8 @@ import matplotlib.pyplot as plt
 from . import schedules
 from .costmodel import allreduce_time
 
-LINE_STYLES = {'naive': 'o-', 'naive (reused)': 'o:', 'sharded': 's-',
+LINE_STYLES = {'copy (limit)': 'k--', 'copy+add floor': 'k:',
+               'naive': 'o-', 'naive (reused)': 'o:', 'sharded': 's-',
                'ring': '^-', 'kvstore device': 'd--', 'kvstore local': 'v--',
                'cpu': 'x:'}
 
@@ -119,7 +120,8 @@ def plot_bandwidth(rows):
     -------
     matplotlib.figure.Figure
         One panel per device count; the dashed black line is a plain
-        copy of the same bytes.
+        copy of the same bytes, the dotted one the copies and additions
+        any allreduce needs (the floor).
     """
     ks = sorted({r['devices'] for r in rows})
     fig, axes = plt.subplots(1, len(ks), figsize=(5 * len(ks), 3.3),
@@ -129,7 +131,7 @@ def plot_bandwidth(rows):
         for name in names:
             mine = [r for r in rows if r['devices'] == k
                     and r['algorithm'] == name]
-            style = 'k--' if name == 'copy (limit)' else LINE_STYLES[name]
+            style = LINE_STYLES[name]
             ax.plot([r['bytes'] / 2**20 for r in mine],
                     [r['gb_per_s'] for r in mine], style, label=name,
                     markersize=4)

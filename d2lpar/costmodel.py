@@ -65,8 +65,11 @@ def memory_traffic(algorithm, k, nbytes):
     Taught in the chapter on communication. CPU contexts share one
     memory, so a "transfer" is a copy (read N, write N) and an addition
     reads two arrays and writes one. Large allreduces are then bound by
-    memory bandwidth, and their best possible speed relative to a plain
-    copy of N bytes (2N of traffic) is ``2N / memory_traffic``:
+    memory bandwidth, and at the bandwidth one copy reaches their best
+    possible speed relative to a plain copy of N bytes (2N of traffic) is
+    ``2N / memory_traffic``. Several cores share one memory bus, so they
+    raise this only a little; the benchmark's ``'copy+add floor'``
+    measures the real bound (:func:`d2lpar.bench_allreduce.time_floor`):
 
     - ``'copy'``: ``2N``, the reference.
     - ``'ideal'``: ``2kN``, read every input once and write every output

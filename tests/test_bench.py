@@ -63,4 +63,4 @@ def test_allreduce_command_prints_table_and_targets(tmp_path, capsys):
     assert len(verdicts) == 3
     assert all(v.startswith('k=2 16 MB: ') and
                v.endswith((': met', ': missed')) for v in verdicts)
-    assert len(json.load(open(out))) == 7
+    assert len(json.load(open(out))) == 8

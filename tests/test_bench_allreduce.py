@@ -14,9 +14,9 @@ def rows():
 
 
 def test_every_algorithm_and_the_limit_measured(rows):
-    """One row per (k, size, algorithm), the copy limit included, with
+    """One row per (k, size, algorithm), both copy limits included, with
     bandwidth = bytes / seconds and the ratio to the copy's time."""
-    names = ['copy (limit)'] + list(ab.ALGORITHMS)
+    names = list(ab.LIMITS) + list(ab.ALGORITHMS)
     assert [(r['bytes'], r['algorithm']) for r in rows] == \
         [(b, n) for b in (4096, 65536) for n in names]
     for r in rows:
@@ -39,10 +39,36 @@ def test_save_json_and_csv(rows, tmp_path):
 
 
 def test_plot_bandwidth_one_line_per_algorithm(rows):
-    """The bandwidth figure has the copy limit and every algorithm."""
+    """The bandwidth figure has both copy limits and every algorithm."""
     fig = comm_plots.plot_bandwidth(rows)
     labels = [line.get_label() for line in fig.axes[0].lines]
-    assert labels == ['copy (limit)'] + list(ab.ALGORITHMS)
+    assert labels == list(ab.LIMITS) + list(ab.ALGORITHMS)
+
+
+def test_floor_does_the_work_of_an_allreduce(monkeypatch):
+    """Each of k devices receives 2(k-1) chunks of 1/k of the array and
+    adds k-1 of them: the least an allreduce of copies and adds needs."""
+    import collections
+    import mxnet as mx
+    from mxnet import np
+    received, added = collections.Counter(), collections.Counter()
+    copyto, iadd = np.ndarray.copyto, np.ndarray.__iadd__
+
+    def counted_copyto(src, dst):
+        received[dst.ctx, src.size] += 1
+        return copyto(src, dst)
+
+    def counted_iadd(acc, other):
+        added[acc.ctx, other.size] += 1
+        return iadd(acc, other)
+    monkeypatch.setattr(np.ndarray, 'copyto', counted_copyto)
+    monkeypatch.setattr(np.ndarray, '__iadd__', counted_iadd)
+    monkeypatch.setattr(ab, '_median_seconds',
+                        lambda fn, repeats, warmup: fn() or 1.0)
+    devices = [mx.cpu(i) for i in range(3)]
+    assert ab.time_floor(devices, 4 * 3 * 5) == 1.0
+    assert received == {(d, 5): 4 for d in devices}
+    assert added == {(d, 5): 2 for d in devices}
 
 
 def test_lenet_sync_positive():
@@ -85,8 +111,8 @@ def _rows(k, nbytes, seconds):
 def test_targets_verdicts_and_reasons():
     """Targets are judged on the faster of sharded/ring, only from 16 MB
     up; the speed-up over the naive one is split into two factors whose
-    product is the whole; the copy line names the memory ceilings."""
-    times = {'copy (limit)': 1.0, 'naive': 12.0, 'naive (reused)': 6.0,
+    product is the whole; the copy line names the floor's ratio."""
+    times = {'copy (limit)': 1.0, 'copy+add floor': 2.0, 'naive': 12.0, 'naive (reused)': 6.0,
              'sharded': 3.0, 'ring': 2.5, 'kvstore device': 2.0,
              'kvstore local': 4.0}
     rows = (_rows(2, 1 << 20, times) + _rows(2, 64 << 20, times))
@@ -95,7 +121,7 @@ def test_targets_verdicts_and_reasons():
                                    for l in lines)
     copy, naive, kv = lines
     assert '0.40x vs copy (limit)' in copy and copy.endswith('missed')
-    assert '0.29x per core' in copy and '0.50x)' in copy
+    assert 'on all devices at once, allow 0.50x)' in copy
     assert '4.80x vs naive = 2.0x from reused buffers * 2.4x' in naive
     assert naive.endswith('target 3.0x: met')
     assert '0.80x vs kvstore device' in kv and kv.endswith('missed')
