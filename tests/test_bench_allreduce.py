@@ -14,7 +14,7 @@ def rows():
 
 
 def test_every_algorithm_and_the_limit_measured(rows):
-    """One row per (k, size, algorithm), both copy limits included, with
+    """One row per (k, size, algorithm), both limits included, with
     bandwidth = bytes / seconds and the ratio to the copy's time."""
     names = list(ab.LIMITS) + list(ab.ALGORITHMS)
     assert [(r['bytes'], r['algorithm']) for r in rows] == \
@@ -39,7 +39,7 @@ def test_save_json_and_csv(rows, tmp_path):
 
 
 def test_plot_bandwidth_one_line_per_algorithm(rows):
-    """The bandwidth figure has both copy limits and every algorithm."""
+    """The bandwidth figure has both limits and every algorithm."""
     fig = comm_plots.plot_bandwidth(rows)
     labels = [line.get_label() for line in fig.axes[0].lines]
     assert labels == list(ab.LIMITS) + list(ab.ALGORITHMS)
@@ -112,8 +112,8 @@ def test_targets_verdicts_and_reasons():
     """Targets are judged on the faster of sharded/ring, only from 16 MB
     up; the speed-up over the naive one is split into two factors whose
     product is the whole; the copy line names the floor's ratio."""
-    times = {'copy (limit)': 1.0, 'copy+add floor': 2.0, 'naive': 12.0, 'naive (reused)': 6.0,
-             'sharded': 3.0, 'ring': 2.5, 'kvstore device': 2.0,
+    times = {'copy (limit)': 1.0, 'copy+add floor': 2.0, 'naive': 12.0,
+             'naive (reused)': 6.0, 'sharded': 3.0, 'ring': 2.5, 'kvstore device': 2.0,
              'kvstore local': 4.0}
     rows = (_rows(2, 1 << 20, times) + _rows(2, 64 << 20, times))
     lines = ab.targets(rows)
