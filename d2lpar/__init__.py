@@ -19,26 +19,28 @@ import os
 CPU_TEMP_COPY = '64'
 os.environ.setdefault('MXNET_CPU_TEMP_COPY', CPU_TEMP_COPY)
 
-from . import schedules
+from . import bench, costmodel, dist, figures, schedules
 from .book import BookSettings, book_settings, glue_text
 from .buckets import bucketed_allreduce
 from .collectives import (allreduce, flat_view, ring_allreduce,
                           run_schedule, sharded_allreduce)
 from .concise import (gluon_lenet, set_lenet_params, train_batch_concise,
                       train_concise)
-from .data import DatasetError, load_fashion_mnist
+from .data import load_fashion_mnist
+from .idx import DatasetError
 from .devices import devices
 from .evaluation import evaluate_accuracy, evaluate_accuracy_sharded
 from .kvstore import kvstore_allreduce
 from .model import LENET_SHAPES, init_lenet_params, lenet
 from .parameters import get_params
-from .plotting import draw_parallelism_schemes, plot_accuracy, plot_split
+from .figures import draw_parallelism_schemes, plot_accuracy, plot_split
 from .splitting import shard_sizes, split_batch
 from .training import TrainResult, cross_entropy, train, train_batch
 
 __version__ = '0.1.0'
 
 __all__ = [
+    'bench', 'costmodel', 'dist', 'figures', 'schedules',
     'BookSettings', 'DatasetError', 'LENET_SHAPES', 'TrainResult',
     'allreduce', 'book_settings', 'bucketed_allreduce',
     'kvstore_allreduce', 'cross_entropy', 'devices',

@@ -1,32 +1,49 @@
-"""The command line: ``python -m d2lpar train ...``."""
+"""The one command line: ``python -m d2lpar COMMAND ...``.
+
+=========  ==========================================================
+train      train LeNet on k devices in this process
+worker     one worker of a multi-process job (under ``launch`` or
+           ``horovodrun``)
+launch     start a parameter-server job: scheduler, servers, workers
+bench      measurements beside their own limits: ``allreduce``,
+           ``step``, ``engines``
+=========  ==========================================================
+
+Flags that ``train`` and ``worker`` share are defined once
+(:func:`add_training_flags`); each command's work lives in its module,
+and this file only parses and dispatches.
+"""
 import argparse
+import json
+import os
 import sys
 
-from .data import load_fashion_mnist
-from .devices import devices
-from .training import train
+# Benchmarks write here unless told otherwise: measured output belongs to
+# the build folder, never to the repository.
+BENCH_DIR = os.path.join('_build', 'bench')
 
 
-def build_parser():
-    """Return the ``python -m d2lpar`` argument parser."""
-    parser = argparse.ArgumentParser(
-        prog='python -m d2lpar',
-        description='Data-parallel training of LeNet on Fashion-MNIST.')
-    commands = parser.add_subparsers(dest='command', required=True)
-    p = commands.add_parser('train', help='train LeNet on k devices')
-    p.add_argument('--devices', type=int, default=1,
-                   help='number of devices (GPUs, else CPU contexts)')
-    p.add_argument('--epochs', type=int, default=10)
-    p.add_argument('--batch-size', type=int, default=256,
-                   help='minibatch size summed over all devices')
-    p.add_argument('--lr', type=float, default=0.2)
+def add_training_flags(p, batch_help, batch_default, lr_default):
+    """The flags every training command takes, defined once."""
+    p.add_argument('--batch-size', type=int, default=batch_default,
+                   help=batch_help)
+    p.add_argument('--lr', type=float, default=lr_default)
+    p.add_argument('--seed', type=int, default=0)
     p.add_argument('--data', default=None,
                    help='folder with the four Fashion-MNIST .gz files')
     p.add_argument('--num-train', type=int, default=None,
                    help='use only the first N training examples')
     p.add_argument('--num-test', type=int, default=None,
                    help='use only the first N test examples')
-    p.add_argument('--seed', type=int, default=0)
+
+
+def _train_parser(commands):
+    p = commands.add_parser('train', help='train LeNet on k devices')
+    p.add_argument('--devices', type=int, default=1,
+                   help='number of devices (GPUs, else CPU contexts)')
+    p.add_argument('--epochs', type=int, default=10)
+    add_training_flags(p, 'minibatch size summed over all devices', 256,
+                       0.2)
     # Not the chapter's 0.01: from weights that small LeNet stays at
     # chance for about its whole first epoch, and a reader who tries one
     # epoch on the command line should see it learn. The first printed
@@ -35,21 +52,17 @@ def build_parser():
                    help='std of the initial weights (default 0.1; the '
                         'book uses 0.01, which stays at chance for about '
                         'one epoch)')
+
+
+def _worker_parser(commands):
+    from .dist.engines import ENGINES
     w = commands.add_parser(
         'worker', help='one worker of a multi-process job (start it with '
         'launch, or with horovodrun for --engine horovod)')
-    w.add_argument('--engine', default='kvstore',
-                   choices=['kvstore', 'horovod'],
-                   help='kvstore: MXNet parameter server (under launch); '
-                        'horovod: ring all-reduce (under horovodrun)')
+    w.add_argument('--engine', default='kvstore', choices=list(ENGINES),
+                   help='; '.join(f'{k}: {v}' for k, v in ENGINES.items()))
     w.add_argument('--epochs', type=int, default=1)
-    w.add_argument('--batch-size', type=int, default=64,
-                   help='examples per worker per step')
-    w.add_argument('--lr', type=float, default=0.1)
-    w.add_argument('--seed', type=int, default=0)
-    w.add_argument('--data', default=None)
-    w.add_argument('--num-train', type=int, default=None)
-    w.add_argument('--num-test', type=int, default=None)
+    add_training_flags(w, 'examples per worker per step', 64, 0.1)
     w.add_argument('--save-to', default=None,
                    help='rank 0 saves a checkpoint here every epoch')
     w.add_argument('--resume', action='store_true',
@@ -57,6 +70,9 @@ def build_parser():
     w.add_argument('--stats-to', default=None,
                    help='rank 0 writes per-epoch steps, seconds and '
                         'accuracy here as JSON')
+
+
+def _launch_parser(commands):
     la = commands.add_parser('launch', help='run workers on ps-lite')
     la.add_argument('--workers', type=int, default=2)
     la.add_argument('--servers', type=int, default=1)
@@ -66,6 +82,39 @@ def build_parser():
     la.add_argument('--port', type=int, default=None)
     la.add_argument('worker_command', nargs=argparse.REMAINDER,
                     help='after --: the worker command')
+
+
+def _bench_parser(commands):
+    b = commands.add_parser('bench', help='benchmarks beside their limits')
+    kinds = b.add_subparsers(dest='bench', required=True)
+    ar = kinds.add_parser('allreduce', help='every allreduce vs copy')
+    ar.add_argument('--devices', type=int, nargs='+', default=[2, 4])
+    ar.add_argument('--sizes-mb', type=float, nargs='+',
+                    help='bytes per array in MB (default 4 KB to 64 MB)')
+    ar.add_argument('--repeats', type=int, default=10)
+    ar.add_argument('--out', default=os.path.join(BENCH_DIR,
+                                                  'allreduce.json'),
+                    help='write the rows here (.json or .csv)')
+    step = kinds.add_parser('step', help='1 vs 2 devices, both pools')
+    step.add_argument('--batch-size', type=int, default=256)
+    step.add_argument('--repeats', type=int, default=20)
+    step.add_argument('--json', help='also write the rows to this file')
+    en = kinds.add_parser('engines', help='parameter server vs Horovod')
+    en.add_argument('--workers', type=int, default=2)
+    en.add_argument('--batch-size', type=int, default=128,
+                    help='examples per worker per step')
+    en.add_argument('--json', help='also write the rows to this file')
+
+
+def build_parser():
+    """Return the ``python -m d2lpar`` argument parser."""
+    parser = argparse.ArgumentParser(
+        prog='python -m d2lpar',
+        description='Data-parallel training of LeNet on Fashion-MNIST.')
+    commands = parser.add_subparsers(dest='command', required=True)
+    for add in (_train_parser, _worker_parser, _launch_parser,
+                _bench_parser):
+        add(commands)
     return parser
 
 
@@ -83,43 +132,95 @@ def main(argv=None):
         0 on success, 2 on bad input (the message says what to fix).
     """
     args = build_parser().parse_args(argv)
-    if args.command == 'launch':
-        from .launch import launch
-        command = args.worker_command
-        if command[:1] == ['--']:  # only the separator, not the command's own
-            command = command[1:]
-        try:
-            return launch(command, args.workers, args.servers, args.kvstore,
-                          args.timeout, args.port)
-        except ValueError as e:
-            print(f'error: {e}', file=sys.stderr)
-            return 2
-    if args.command == 'worker':
-        from .engines import EngineError
-        from .worker import run_worker
-        try:
-            run_worker(args.epochs, args.batch_size, args.lr, args.seed,
-                       data_dir=args.data, num_train=args.num_train,
-                       num_test=args.num_test, save_to=args.save_to,
-                       resume=args.resume, engine=args.engine,
-                       stats_to=args.stats_to)
-        except EngineError as e:
-            print(f'error: {e}', file=sys.stderr)
-            return 2
-        return 0
+    run = {'train': _train, 'worker': _worker, 'launch': _launch,
+           'bench': _bench}[args.command]
     try:
-        devs = devices(args.devices)
-        print(f'training on {devs}', flush=True)
-        print(f'initial weights: std {args.init_scale} (the book uses '
-              '0.01: --init-scale 0.01)', flush=True)
-        data = load_fashion_mnist(args.batch_size, args.data,
-                                  num_train=args.num_train,
-                                  num_test=args.num_test)
-        train(batch_size=args.batch_size, lr=args.lr,
-              num_epochs=args.epochs, devices=devs, data=data, plot=False,
-              verbose=True, seed=args.seed,
-              init_scale=args.init_scale)
+        return run(args)
     except (ValueError, TypeError, FileNotFoundError, RuntimeError) as e:
         print(f'error: {e}', file=sys.stderr)
         return 2
+
+
+def _train(args):
+    from .data import load_fashion_mnist
+    from .devices import devices
+    from .training import train
+    devs = devices(args.devices)
+    print(f'training on {devs}', flush=True)
+    print(f'initial weights: std {args.init_scale} (the book uses '
+          '0.01: --init-scale 0.01)', flush=True)
+    data = load_fashion_mnist(args.batch_size, args.data,
+                              num_train=args.num_train,
+                              num_test=args.num_test)
+    train(batch_size=args.batch_size, lr=args.lr, num_epochs=args.epochs,
+          devices=devs, data=data, plot=False, verbose=True, seed=args.seed,
+          init_scale=args.init_scale)
     return 0
+
+
+def _worker(args):
+    from .dist.engines import EngineError
+    from .dist.worker import run_worker
+    try:
+        run_worker(args.epochs, args.batch_size, args.lr, args.seed,
+                   data_dir=args.data, num_train=args.num_train,
+                   num_test=args.num_test, save_to=args.save_to,
+                   resume=args.resume, engine=args.engine,
+                   stats_to=args.stats_to)
+    except EngineError as e:
+        print(f'error: {e}', file=sys.stderr)
+        return 2
+    return 0
+
+
+def _launch(args):
+    from .dist.launch import launch
+    command = args.worker_command
+    if command[:1] == ['--']:  # only the separator, not the command's own
+        command = command[1:]
+    return launch(command, args.workers, args.servers, args.kvstore,
+                  args.timeout, args.port)
+
+
+def _bench(args):
+    if args.bench == 'allreduce':
+        from .bench import allreduce as ab
+        sizes = ([int(mb * 2**20) // 4 * 4 for mb in args.sizes_mb]
+                 if args.sizes_mb else ab.SIZES)
+        print(f'{"k":>3} {"size":>12} {"algorithm":>15} {"median":>13} '
+              f'{"bandwidth":>13} {"ratio":>11}')
+        rows = ab.run(args.devices, sizes, args.repeats)
+        _write(rows, args.out, ab.save)
+        print('\n'.join(['targets (sizes of 16 MB and more):']
+                        + (ab.targets(rows) or ['none measured'])))
+        return 0
+    if args.bench == 'step':
+        from .bench import step
+        rows = step.compare_steps(batch_size=args.batch_size,
+                                  repeats=args.repeats)
+        print(step.format_steps(rows))
+    else:
+        from .bench import engines as be
+        engines = be.available_engines()
+        if 'horovod' not in engines:
+            print('Horovod is not installed (`make horovod` adds it); '
+                  'measuring the parameter server only', flush=True)
+        rows = [be.measure_engine(e, args.workers, args.batch_size)
+                for e in engines]
+        print(be.format_engines(rows))
+    if args.json:
+        _write(rows, args.json, _save_json)
+    return 0
+
+
+def _save_json(rows, path):
+    with open(path, 'w') as f:
+        json.dump(rows, f, indent=1)
+
+
+def _write(rows, path, save):
+    folder = os.path.dirname(path)
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+    save(rows, path)
+    print(f'wrote {path}')

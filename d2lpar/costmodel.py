@@ -69,7 +69,7 @@ def memory_traffic(algorithm, k, nbytes):
     possible speed relative to a plain copy of N bytes (2N of traffic) is
     ``2N / memory_traffic``. Several cores share one memory bus, so they
     raise this only a little; the benchmark's ``'copy+add floor'``
-    measures the real bound (:func:`d2lpar.bench_allreduce.time_floor`):
+    measures the real bound (:func:`d2lpar.bench.allreduce.time_floor`):
 
     - ``'copy'``: ``2N``, the reference.
     - ``'ideal'``: ``2kN``, read every input once and write every output

@@ -1,5 +1,4 @@
 """Splitting a minibatch across devices."""
-import mxnet as mx
 
 from .checks import check_devices
 

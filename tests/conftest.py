@@ -1,7 +1,6 @@
 """Shared helpers: small IDX files written by the tests, isolated paths."""
 import gzip
 import os
-import struct
 
 import matplotlib
 import numpy as onp
@@ -9,15 +8,13 @@ import pytest
 
 matplotlib.use('Agg')  # tests draw figures without a screen
 
-REAL_DIR = '/usr/share/datasets/fashion-mnist'
-NAMES = {'train': ('train-images-idx3-ubyte.gz', 'train-labels-idx1-ubyte.gz'),
-         'test': ('t10k-images-idx3-ubyte.gz', 't10k-labels-idx1-ubyte.gz')}
+from d2lpar.data import DEBIAN_DIR as REAL_DIR  # noqa: E402
+from d2lpar.idx import (FILES, IMAGE_MAGIC, LABEL_MAGIC,  # noqa: E402
+                        encode_idx)
 
-
-def idx_bytes(magic, array):
-    """The IDX encoding of a uint8 array: magic, dims, then the bytes."""
-    header = struct.pack(f'>{1 + array.ndim}I', magic, *array.shape)
-    return header + array.astype(onp.uint8).tobytes()
+# The file names and the encoding are the library's, never retyped here.
+NAMES = FILES
+idx_bytes = encode_idx
 
 
 def write_gz(path, raw):
@@ -34,9 +31,9 @@ def write_fashion_dir(directory, n_train=24, n_test=12, seed=0):
         images = rng.integers(0, 256, (n, 28, 28), dtype=onp.uint8)
         labels = rng.integers(0, 10, n, dtype=onp.uint8)
         write_gz(os.path.join(directory, NAMES[split][0]),
-                 idx_bytes(2051, images))
+                 idx_bytes(IMAGE_MAGIC, images))
         write_gz(os.path.join(directory, NAMES[split][1]),
-                 idx_bytes(2049, labels))
+                 idx_bytes(LABEL_MAGIC, labels))
         written[split] = images, labels
     return written
 

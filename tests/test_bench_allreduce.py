@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from d2lpar import bench_allreduce as ab
-from d2lpar import comm_plots, ring_allreduce
+from d2lpar.bench import allreduce as ab
+from d2lpar import figures, ring_allreduce
 
 
 @pytest.fixture(scope='module')
@@ -40,7 +40,7 @@ def test_save_json_and_csv(rows, tmp_path):
 
 def test_plot_bandwidth_one_line_per_algorithm(rows):
     """The bandwidth figure has both limits and every algorithm."""
-    fig = comm_plots.plot_bandwidth(rows)
+    fig = figures.plot_bandwidth(rows)
     labels = [line.get_label() for line in fig.axes[0].lines]
     assert labels == list(ab.LIMITS) + list(ab.ALGORITHMS)
 
@@ -82,7 +82,7 @@ def test_lenet_sync_positive():
 
 def test_ring_trace_figure():
     """k=4: a start panel, 3 reduce-scatter and 3 all-gather panels."""
-    fig = comm_plots.draw_ring_trace(4)
+    fig = figures.draw_ring_trace(4)
     titles = [ax.get_title() for ax in fig.axes]
     assert titles == ['start'] + [f'reduce-scatter {i}' for i in (1, 2, 3)] \
         + [f'all-gather {i}' for i in (1, 2, 3)]

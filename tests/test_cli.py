@@ -27,19 +27,25 @@ def test_train_prints_progress_and_summary(isolated_data, capsys):
 
 
 def test_init_scale_reaches_the_weights(isolated_data, capsys, monkeypatch):
-    """--init-scale is what train() receives and what the first lines
-    say; without it the command line starts from 0.1, not the book's
-    0.01 (whose first epoch stays at chance)."""
-    import d2lpar.cli as cli
-    seen = []
-    monkeypatch.setattr(cli, 'train',
-                        lambda **kw: seen.append(kw['init_scale']))
+    """The weights train() starts from have the std --init-scale names
+    (0.1 without it, not the book's 0.01, whose first epoch stays at
+    chance), and the first lines say which."""
+    import d2lpar.training as training
+    real, stds = training.init_lenet_params, []
+
+    def spy(*args, **kwargs):
+        params = real(*args, **kwargs)
+        stds.append(float(params[0].asnumpy().std()))  # W1, 6*1*5*5
+        return params
+    monkeypatch.setattr(training, 'init_lenet_params', spy)
     root = isolated_data / 'tiny'
     write_fashion_dir(root, n_train=16, n_test=8)
     for extra in ([], ['--init-scale', '0.01']):
-        assert main(['train', '--batch-size', '8', '--data', str(root)]
-                    + extra) == 0
-    assert seen == [0.1, 0.01]
+        assert main(['train', '--epochs', '1', '--batch-size', '8',
+                     '--data', str(root)] + extra) == 0
+    # 150 draws: the sample std lies within 25% of the true one.
+    assert stds[0] == pytest.approx(0.1, rel=0.25)
+    assert stds[1] == pytest.approx(0.01, rel=0.25)
     out = capsys.readouterr().out
     assert 'initial weights: std 0.1 ' in out
     assert 'initial weights: std 0.01 ' in out

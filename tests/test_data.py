@@ -7,6 +7,7 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
 import d2lpar as dp
+from d2lpar.idx import IMAGE_MAGIC, LABEL_MAGIC
 from conftest import (NAMES, REAL_DIR, idx_bytes, needs_real_data,
                       write_fashion_dir, write_gz)
 
@@ -148,10 +149,10 @@ def corrupt(root, split, kind, raw):
 
 
 @pytest.mark.parametrize('make_bad, message', [
-    (lambda: idx_bytes(2049, onp.zeros((12, 28, 28))), 'magic number 2049'),
-    (lambda: idx_bytes(2051, onp.zeros((12, 28, 28)))[:-100], 'truncated'),
-    (lambda: idx_bytes(2051, onp.zeros((12, 28, 28))) + b'x', 'header'),
-    (lambda: idx_bytes(2051, onp.zeros((12, 32, 32))), 'items of shape'),
+    (lambda: idx_bytes(LABEL_MAGIC, onp.zeros((12, 28, 28))), 'magic number 2049'),
+    (lambda: idx_bytes(IMAGE_MAGIC, onp.zeros((12, 28, 28)))[:-100], 'truncated'),
+    (lambda: idx_bytes(IMAGE_MAGIC, onp.zeros((12, 28, 28))) + b'x', 'header'),
+    (lambda: idx_bytes(IMAGE_MAGIC, onp.zeros((12, 32, 32))), 'items of shape'),
     (lambda: b'\x00\x00', 'too short'),
 ])
 def test_corrupt_images_name_the_file(isolated_data, make_bad, message):
@@ -181,7 +182,7 @@ def test_label_out_of_range(isolated_data):
     write_fashion_dir(root, n_test=12)
     labels = onp.zeros(12, onp.uint8)
     labels[3] = 11
-    path = corrupt(root, 'test', 'labels', idx_bytes(2049, labels))
+    path = corrupt(root, 'test', 'labels', idx_bytes(LABEL_MAGIC, labels))
     with pytest.raises(dp.DatasetError, match='label 11 is outside 0..9') \
             as info:
         dp.load_fashion_mnist(8, root=str(root))
@@ -192,7 +193,7 @@ def test_count_mismatch(isolated_data):
     """12 images with 11 labels come from different sets."""
     root = isolated_data / 'bad'
     write_fashion_dir(root, n_test=12)
-    corrupt(root, 'test', 'labels', idx_bytes(2049, onp.zeros(11)))
+    corrupt(root, 'test', 'labels', idx_bytes(LABEL_MAGIC, onp.zeros(11)))
     with pytest.raises(dp.DatasetError, match='12 images but .* 11 labels'):
         dp.load_fashion_mnist(8, root=str(root))
 
@@ -211,7 +212,7 @@ def test_bad_sizes(isolated_data, kwargs, error):
 def test_real_dataset_is_complete():
     """The installed real Fashion-MNIST has 60,000 + 10,000 examples and
     6,000 + 1,000 of each of the 10 classes."""
-    from d2lpar.data import read_split
+    from d2lpar.idx import read_split
     X, y = read_split(REAL_DIR, 'train')
     assert X.shape == (60000, 1, 28, 28)
     assert_array_equal(onp.bincount(y), [6000] * 10)

@@ -9,7 +9,7 @@ from numpy.testing import assert_allclose
 
 import d2lpar as dp
 from conftest import write_fashion_dir
-from d2lpar.worker import load_checkpoint
+from d2lpar.dist.worker import load_checkpoint
 
 
 def check_equals_one_process(run, tmp_path):

@@ -1,4 +1,4 @@
-"""The allreduce benchmark: ``python -m d2lpar.bench allreduce``.
+"""The allreduce benchmark: ``python -m d2lpar bench allreduce``.
 
 Times every allreduce of the library on k devices for gradient sizes
 from 4 KB to 64 MB, next to the physical limits measured in the same run:
@@ -11,14 +11,13 @@ import os
 import statistics
 import time
 
-import mxnet as mx
 from mxnet import np, npx
 
-from .collectives import (allreduce, ring_allreduce, run_schedule,
+from ..collectives import (allreduce, ring_allreduce, run_schedule,
                           sharded_allreduce)
-from .devices import devices as default_devices
-from .kvstore import kvstore_allreduce
-from .schedules import naive_schedule
+from ..devices import devices as default_devices
+from ..kvstore import kvstore_allreduce
+from ..schedules import naive_schedule
 
 ALGORITHMS = {
     'naive': allreduce,
@@ -155,8 +154,8 @@ def time_lenet_sync(algorithm, devices, bucket=False, repeats=20,
     -------
     float
     """
-    from .buckets import bucketed_allreduce
-    from .model import LENET_SHAPES
+    from ..buckets import bucketed_allreduce
+    from ..model import LENET_SHAPES
     grads = [[np.full(shape, 1e-12, dtype='float32', ctx=d)
               for _, shape in LENET_SHAPES] for d in devices]
     if bucket:

@@ -6,7 +6,7 @@ in a network namespace of its own (``unshare --net``), whose loopback
 carries nothing but the job, and the interface's byte counter before and
 after is exactly what the job sent, TCP/IP headers included.
 
-``python -m d2lpar.loopback REPORT -- COMMAND ...`` is the part that runs
+``python -m d2lpar.dist.loopback REPORT -- COMMAND ...`` is the part that runs
 inside the namespace.
 """
 import json
@@ -68,7 +68,7 @@ def run_counting_bytes(command, timeout):
         return _run(command, timeout), None
     with tempfile.TemporaryDirectory() as tmp:
         report = os.path.join(tmp, 'bytes.json')
-        inner = [sys.executable, '-m', 'd2lpar.loopback', report, '--']
+        inner = [sys.executable, '-m', 'd2lpar.dist.loopback', report, '--']
         status = _run(prefix + inner + list(command), timeout)
         if not os.path.exists(report):
             return status, None

@@ -2,7 +2,7 @@
 import sys
 import time
 
-from d2lpar import loopback
+from d2lpar.dist import loopback
 
 SEND = '''
 import socket, sys

@@ -1,4 +1,4 @@
-"""d2lpar.plotting: each helper returns a Figure with the promised marks."""
+"""d2lpar.figures: each helper returns a Figure with the promised marks."""
 import matplotlib.pyplot as plt
 from matplotlib.patches import Rectangle
 

@@ -1,6 +1,6 @@
 """How the workers of a multi-process job exchange arrays.
 
-The worker (:mod:`d2lpar.worker`) needs only three things from its
+The worker (:mod:`d2lpar.dist.worker`) needs only three things from its
 communication engine: its rank among the workers, a broadcast of rank 0's
 initial values, and a sum of arrays over all workers. MXNet's parameter
 server (ps-lite, through the kvstore) and Horovod (ring all-reduce over
@@ -10,7 +10,12 @@ import os
 
 import mxnet as mx
 
-ENGINES = ('kvstore', 'horovod')
+# The one table of engine names, with what each is (the command line's
+# help reads it).
+ENGINES = {
+    'kvstore': 'MXNet parameter server (start the job with launch)',
+    'horovod': 'ring all-reduce over gloo (start it with horovodrun)',
+}
 
 
 class EngineError(RuntimeError):
@@ -20,7 +25,7 @@ class EngineError(RuntimeError):
 class ParameterServer:
     """MXNet's distributed kvstore: workers push to servers, then pull.
 
-    Started by :func:`d2lpar.launch.launch`, which sets the ``DMLC_*``
+    Started by :func:`d2lpar.dist.launch.launch`, which sets the ``DMLC_*``
     variables ps-lite reads.
 
     Parameters
@@ -135,4 +140,5 @@ def make_engine(name, kvstore='dist_sync'):
         return ParameterServer(kvstore)
     if name == 'horovod':
         return Horovod()
-    raise ValueError(f'unknown engine {name!r}: use one of {ENGINES}')
+    raise ValueError(f'unknown engine {name!r}: use one of '
+                     f'{", ".join(ENGINES)}')

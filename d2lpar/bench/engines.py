@@ -1,7 +1,7 @@
 """Parameter server vs Horovod: step time and bytes on loopback.
 
-``python -m d2lpar.bench engines`` runs the same worker
-(:func:`d2lpar.worker.run_worker`) on each engine, twice: a short and a
+``python -m d2lpar bench engines`` runs the same worker
+(:func:`d2lpar.dist.worker.run_worker`) on each engine, twice: a short and a
 longer job. The difference between the two removes everything that does
 not grow with the number of steps (start-up, the initial broadcast,
 evaluation), so what is left is the cost of one training step.
@@ -13,8 +13,9 @@ import shutil
 import sys
 import tempfile
 
-from .loopback import run_counting_bytes
-from .model import LENET_SHAPES
+from ..dist.engines import ENGINES
+from ..dist.loopback import run_counting_bytes
+from ..model import LENET_SHAPES
 
 PY = sys.executable
 
@@ -66,7 +67,8 @@ def engine_command(engine, workers, worker_args, timeout=600):
     if engine == 'horovod':
         return [_horovodrun() or 'horovodrun', '-np', str(workers), '-H',
                 f'localhost:{workers}', '--gloo', *worker]
-    raise ValueError(f'unknown engine {engine!r}: use kvstore or horovod')
+    raise ValueError(f'unknown engine {engine!r}: use one of '
+                     f'{", ".join(ENGINES)}')
 
 
 def run_job(engine, workers, batch_size, num_train, num_test, timeout):

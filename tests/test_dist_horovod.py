@@ -11,8 +11,8 @@ import pytest
 
 import d2lpar as dp
 from conftest import write_fashion_dir
-from d2lpar import bench_engines as be
-from d2lpar.worker import load_checkpoint
+from d2lpar.bench import engines as be
+from d2lpar.dist.worker import load_checkpoint
 from workerjobs import (check_equals_one_process,
                         check_resume_matches_uninterrupted)
 

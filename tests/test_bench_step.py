@@ -1,25 +1,33 @@
-"""d2lpar.bench: the step benchmark measures and reports honestly."""
+"""d2lpar.bench.step: the step benchmark measures and reports honestly."""
 import os
 import subprocess
 import sys
 
 import pytest
 
-from d2lpar import bench
+from d2lpar.bench import step as bench
+from d2lpar.cli import main
 
 
-def test_time_steps_positive():
-    """A tiny step on 2 devices takes a positive, finite time."""
-    seconds = bench.time_steps(2, batch_size=8, repeats=2, warmup=1)
-    assert 0 < seconds < 60
+def test_fresh_process_sees_the_variable_and_parent_keeps_its_own():
+    """The child starts with the variable asked for (MXNet reads it once,
+    at start), and the parent's environment is left as it was."""
+    before = os.environ.get('MXNET_CPU_TEMP_COPY')
+    seen = bench._in_fresh_process({'MXNET_CPU_TEMP_COPY': '7'},
+                                   os.getenv, ('MXNET_CPU_TEMP_COPY',),
+                                   120)
+    assert seen == '7'
+    assert os.environ.get('MXNET_CPU_TEMP_COPY') == before
 
 
-def test_compare_steps_runs_children():
-    """Each row comes from a child process with the pool size asked for."""
-    rows = bench.compare_steps((1,), ('4',), batch_size=8, repeats=1,
+def test_compare_steps_one_row_per_pool_and_device_count():
+    """Rows come back for exactly the pools and device counts asked for,
+    with the step time the child measured."""
+    rows = bench.compare_steps((1, 2), ('4',), batch_size=8, repeats=1,
                                 rounds=1)
-    assert [(r['devices'], r['temp_copy']) for r in rows] == [(1, '4')]
-    assert rows[0]['sec_per_step'] > 0
+    assert sorted((r['devices'], r['temp_copy']) for r in rows) == [
+        (1, '4'), (2, '4')]
+    assert all(isinstance(r['sec_per_step'], float) for r in rows)
 
 
 def test_format_steps_speedups():
@@ -49,17 +57,16 @@ def test_import_sets_temp_copy_unless_user_did(preset, expected):
 
 
 def test_allreduce_command_prints_table_and_targets(tmp_path, capsys):
-    """`python -m d2lpar.bench allreduce` prints a line per algorithm,
+    """`python -m d2lpar bench allreduce` prints a line per algorithm,
     then a verdict per target for sizes from 16 MB, and writes the
     rows where --out says."""
     import json
-    from d2lpar.bench import main
     out = tmp_path / 'rows.json'
-    assert main(['allreduce', '--devices', '2', '--sizes-mb', '16',
+    assert main(['bench', 'allreduce', '--devices', '2', '--sizes-mb', '16',
                  '--repeats', '1', '--out', str(out)]) == 0
     printed = capsys.readouterr().out.splitlines()
     verdicts = printed[printed.index('targets (sizes of 16 MB and more):')
-                       + 1:-1]
+                       + 1:]
     assert len(verdicts) == 3
     assert all(v.startswith('k=2 16 MB: ') and
                v.endswith((': met', ': missed')) for v in verdicts)

@@ -5,9 +5,9 @@ import sys
 import pytest
 
 import d2lpar as dp
-from d2lpar import bench_engines as be
+from d2lpar.bench import engines as be
 from d2lpar.cli import main
-from d2lpar.engines import EngineError, make_engine
+from d2lpar.dist.engines import EngineError, make_engine
 
 
 def test_unknown_engine_is_refused():

@@ -1,6 +1,6 @@
 """One worker of multi-process data parallelism.
 
-Started by :func:`d2lpar.launch.launch` on MXNet's parameter server, or
+Started by :func:`d2lpar.dist.launch.launch` on MXNet's parameter server, or
 by ``horovodrun`` on Horovod (``python -m d2lpar worker --engine ...``).
 Every worker reads the same seeded order of global minibatches and
 trains on its own shard of each, so the workers together take the step
@@ -14,12 +14,12 @@ import numpy as onp
 from d2l import mxnet as d2l
 from mxnet import autograd, np, npx
 
-from .data import load_fashion_mnist
+from ..data import load_fashion_mnist
 from .engines import make_engine
-from .model import init_lenet_params, lenet
-from .parameters import get_params
-from .splitting import shard_sizes
-from .training import cross_entropy
+from ..model import init_lenet_params, lenet
+from ..parameters import get_params
+from ..splitting import shard_sizes
+from ..training import cross_entropy
 
 ACC_KEY = 1000  # kvstore key for the (correct, total) evaluation counts
 
@@ -93,8 +93,8 @@ def run_worker(epochs=1, batch_size=64, lr=0.1, seed=0, init_scale=0.1,
         parameters, and the data order of the epoch after it.
     engine : str, optional
         ``'kvstore'`` (MXNet's parameter server, under
-        :func:`d2lpar.launch.launch`) or ``'horovod'`` (under
-        ``horovodrun``); see :func:`d2lpar.engines.make_engine`.
+        :func:`d2lpar.dist.launch.launch`) or ``'horovod'`` (under
+        ``horovodrun``); see :func:`d2lpar.dist.engines.make_engine`.
     stats_to : str, optional
         Rank 0 writes the engine, number of workers, and each epoch's
         steps, seconds and test accuracy here as JSON.

@@ -1,0 +1,123 @@
+"""One data-parallel step of LeNet: ``python -m d2lpar bench step``.
+
+Times one ``train_batch`` step on 1 and 2 devices, with MXNet's default
+scratch-buffer pool and with d2lpar's, each in a fresh process (MXNet
+reads the setting once, when its engine starts).
+"""
+import multiprocessing
+import os
+import statistics
+import time
+
+MXNET_DEFAULT_TEMP_COPY = '4'
+
+
+def time_steps(num_devices, batch_size=256, repeats=20, warmup=3):
+    """Median seconds of one data-parallel LeNet step, in this process.
+
+    Parameters
+    ----------
+    num_devices : int
+        Devices from :func:`d2lpar.devices`.
+    batch_size : int, optional
+        Examples per step, summed over devices.
+    repeats, warmup : int, optional
+        Timed and untimed steps.
+
+    Returns
+    -------
+    float
+        Median seconds per step, each ended by ``npx.waitall()``.
+    """
+    import d2lpar as dp
+    import numpy as onp
+    from mxnet import np, npx
+    rng = onp.random.default_rng(0)
+    X = np.array(rng.uniform(size=(batch_size, 1, 28, 28)), dtype='float32')
+    y = np.array(rng.integers(0, 10, batch_size), dtype='int32')
+    devices = dp.devices(num_devices)
+    params = dp.init_lenet_params(0, 0.1)
+    device_params = [dp.get_params(params, d) for d in devices]
+    times = []
+    for i in range(warmup + repeats):
+        start = time.perf_counter()
+        dp.train_batch(X, y, device_params, devices, 0.1)
+        npx.waitall()
+        if i >= warmup:
+            times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def compare_steps(device_counts=(1, 2), temp_copies=None, batch_size=256,
+                  repeats=20, timeout=600, rounds=2):
+    """Time steps for each device count and scratch-pool size.
+
+    Each measurement runs in a fresh Python process with
+    ``MXNET_CPU_TEMP_COPY`` set, one after the other in this call. All
+    settings are measured once per round, interleaved, and the fastest
+    round is kept: another program briefly taking a core then slows one
+    round of one setting, not the comparison.
+
+    Parameters
+    ----------
+    device_counts : sequence of int, optional
+    temp_copies : sequence of str, optional
+        Pool sizes; default MXNet's 4 and d2lpar's own.
+    batch_size, repeats : int, optional
+    timeout : float, optional
+        Seconds allowed for each child process.
+    rounds : int, optional
+        Interleaved repetitions of the whole comparison.
+
+    Returns
+    -------
+    list of dict
+        ``{'devices', 'temp_copy', 'sec_per_step'}`` per measurement.
+    """
+    from .. import CPU_TEMP_COPY
+    temp_copies = temp_copies or (MXNET_DEFAULT_TEMP_COPY, CPU_TEMP_COPY)
+    best = {}
+    for _ in range(rounds):
+        for temp_copy in temp_copies:
+            for k in device_counts:
+                seconds = _in_fresh_process(
+                    {'MXNET_CPU_TEMP_COPY': str(temp_copy)}, time_steps,
+                    (k, batch_size, repeats), timeout)
+                key = (str(temp_copy), k)
+                best[key] = min(seconds, best.get(key, seconds))
+    return [dict(devices=k, temp_copy=t, sec_per_step=s)
+            for (t, k), s in best.items()]
+
+
+def format_steps(rows):
+    """A table of :func:`compare_steps` rows with speed-ups vs 1 device."""
+    lines = [f'{"MXNET_CPU_TEMP_COPY":>20} {"devices":>8} '
+             f'{"ms/step":>9} {"speed-up":>9}']
+    base = {r['temp_copy']: r['sec_per_step'] for r in rows
+            if r['devices'] == 1}
+    for r in rows:
+        speedup = base.get(r['temp_copy'], float('nan')) / r['sec_per_step']
+        lines.append(f'{r["temp_copy"]:>20} {r["devices"]:>8} '
+                     f'{1000 * r["sec_per_step"]:>9.1f} {speedup:>8.2f}x')
+    return '\n'.join(lines)
+
+
+def _in_fresh_process(env, fn, args, timeout):
+    """``fn(*args)`` in a new Python process started with ``env`` added.
+
+    A spawned process copies ``os.environ`` as it stands at the start, so
+    the variables are set around the start and restored after it.
+    """
+    saved = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)
+    try:
+        context = multiprocessing.get_context('spawn')
+        with context.Pool(1) as pool:
+            result = pool.apply_async(fn, args)
+            return result.get(timeout)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

@@ -1,0 +1,12 @@
+"""Several processes: the worker, its engines, the launcher, byte counting.
+
+- :mod:`d2lpar.dist.engines`: how workers exchange arrays (parameter
+  server or Horovod);
+- :mod:`d2lpar.dist.worker`: one worker's training loop and checkpoints;
+- :mod:`d2lpar.dist.launch`: start a ps-lite job (scheduler, servers,
+  workers) on this machine;
+- :mod:`d2lpar.dist.loopback`: run a job in a network namespace of its
+  own and count the bytes it sends.
+"""
+from . import engines, launch, loopback, worker
+__all__ = ['engines', 'launch', 'loopback', 'worker']
