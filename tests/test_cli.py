@@ -54,9 +54,9 @@ def test_init_scale_reaches_the_weights(isolated_data, capsys, monkeypatch):
 @pytest.mark.slow
 @needs_real_data
 def test_one_epoch_on_two_devices_beats_chance():
-    """The library issue's bar, as typed: `python -m d2lpar train
-    --devices 2 --epochs 1` on the real Fashion-MNIST ends far above the
-    10% of chance."""
+    """`python -m d2lpar train --devices 2 --epochs 1`, as the README
+    types it, on the real Fashion-MNIST ends far above the 10% of
+    chance."""
     run = subprocess.run([sys.executable, '-m', 'd2lpar', 'train',
                           '--devices', '2', '--epochs', '1'],
                          capture_output=True, text=True, timeout=600)
