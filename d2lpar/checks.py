@@ -142,8 +142,8 @@ def check_batch(X, y, where):
                             f'mxnet.np.array({name}) (for a torch tensor: '
                             f'mxnet.np.array({name}.numpy()))')
     if y.ndim != 1:
-        hint = (f'they look one-hot; pass class indices, e.g. '
-                f'y.argmax(axis=1).astype("int32")' if y.ndim == 2 else
+        hint = ('they look one-hot; pass class indices, e.g. '
+                'y.argmax(axis=1).astype("int32")' if y.ndim == 2 else
                 'pass one class index per example')
         raise ValueError(f'{where}: y has shape {y.shape}, expected '
                          f'({X.shape[0]},), one class index per example; '

@@ -1,9 +1,8 @@
 """d2lpar.checks: the mistakes a student makes first get a message that
 names the argument, the value and the fix."""
 import mxnet as mx
-import numpy as onp
 import pytest
-from mxnet import np, npx
+from mxnet import npx
 
 import d2lpar as dp
 from test_training import make_batches
