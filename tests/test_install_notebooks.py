@@ -6,7 +6,8 @@ no Sphinx-only syntax is left in it. The ``notebooks`` tests execute the
 notebooks top to bottom with nbclient in a student's environment, a venv
 with only ``pip install ".[cpu,notebook]"`` (no jupyter-book, no clone on
 the path), in quick mode: ``make test-notebooks`` creates the venv and
-runs them. Without that venv they are skipped, saying so.
+runs them (all chapters; D2LPAR_NOTEBOOKS=a,b picks some). Without that
+venv they are skipped, saying so.
 """
 import os
 import pathlib
@@ -34,6 +35,13 @@ NotebookClient(nb, timeout=900, kernel_name='python3',
                resources={'metadata': {'path': sys.argv[2]}}).execute()
 nbformat.write(nb, sys.argv[1])
 '''
+
+
+def wanted(chapter):
+    """D2LPAR_NOTEBOOKS=training,concise runs only those (default all)."""
+    names = os.environ.get('D2LPAR_NOTEBOOKS', '')
+    if names and chapter not in names.split(','):
+        pytest.skip(f'{chapter} not in D2LPAR_NOTEBOOKS={names}')
 
 
 def plain_venv():
@@ -72,6 +80,7 @@ def test_notebook_runs_in_plain_jupyter(chapter, tmp_path):
     """The chapter's notebook runs top to bottom (D2LPAR_QUICK=1) in the
     plain venv with its own d2lpar, and every source cell displays the
     code of the function it names."""
+    wanted(chapter)
     venv = plain_venv()
     path = tmp_path / f'{chapter}.ipynb'
     chapter_notebook.main(str(ROOT / 'book' / f'{chapter}.md'), str(path))
