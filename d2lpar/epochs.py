@@ -61,13 +61,12 @@ class TrainResult:
         return (f'test acc: {self.final_test_acc:.2f}, '
                 f'{self.sec_per_epoch:.1f} sec/epoch on {self.devices}')
 
-    def epoch_line(self, epoch=-1):
-        """One progress line for an epoch (the last by default)."""
-        n = len(self.test_acc) if epoch == -1 else epoch + 1
-        return (f'epoch {n}: train loss {self.train_loss[epoch]:.3f}, '
-                f'train acc {self.train_acc[epoch]:.3f}, test acc '
-                f'{self.test_acc[epoch]:.3f}, '
-                f'{self.epoch_seconds[epoch]:.1f} sec')
+    def epoch_line(self, num_epochs):
+        """The progress line of the last epoch, out of ``num_epochs``."""
+        return (f'epoch {len(self.test_acc)}/{num_epochs}: test acc '
+                f'{self.test_acc[-1]:.3f}, train loss '
+                f'{self.train_loss[-1]:.3f}, train acc '
+                f'{self.train_acc[-1]:.3f}, {self.epoch_seconds[-1]:.1f} sec')
 
 
 def in_notebook():
@@ -166,7 +165,7 @@ def run_epochs(step, train_iter, evaluate, num_epochs, result, *,
         if live:
             live.update(result)
         if verbose:
-            print(result.epoch_line(), flush=True)
+            print(result.epoch_line(num_epochs), flush=True)
     if verbose:
         print(result.summary(), flush=True)
     return result

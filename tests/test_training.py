@@ -257,7 +257,8 @@ def test_one_epoch_with_defaults_beats_chance(capsys):
     assert result.train_loss[0] < onp.log(10)  # below chance's loss
     assert result.devices == devices
     first, last = capsys.readouterr().out.strip().splitlines()[-2:]
-    assert first.startswith('epoch 1: train loss ')
+    assert re.fullmatch(r'epoch 1/1: test acc 0\.\d{3}, train loss '
+                        r'\d\.\d{3}, train acc 0\.\d{3}, \d+\.\d sec', first)
     assert re.fullmatch(r'test acc: 0\.\d\d, \d+\.\d sec/epoch on '
                         r'\[cpu\(0\), cpu\(1\)\]', last)
 
