@@ -4,11 +4,15 @@
 # Both create or refresh .venv from requirements.txt and fetch the data.
 # Optional extra: `make horovod` builds Horovod into .venv (the engines
 # chapter then measures it too); `make test-horovod` tests the worker on it.
+# `make test-notebooks` runs every chapter's plain notebook in a student's
+# environment (.venv-plain: pip install ".[cpu,notebook]", no book tools).
 VENV ?= .venv
+PLAIN ?= .venv-plain
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.d2lpar-installed
 
-.PHONY: setup data test test-slow book horovod test-horovod clean
+.PHONY: setup data test test-slow test-notebooks book horovod test-horovod \
+	clean
 
 $(STAMP): requirements.txt pyproject.toml scripts/setup-venv.sh
 	scripts/setup-venv.sh $(VENV)
@@ -29,6 +33,14 @@ test-slow: setup
 	scripts/get-chromium.sh
 	$(PY) -m pytest -m slow
 
+# The chapter notebooks (as served with the book) executed top to bottom
+# with nbclient in $(PLAIN), in quick mode (a few minutes).
+test-notebooks: setup
+	scripts/get-data.sh --required
+	scripts/setup-venv.sh --plain $(PLAIN)
+	D2LPAR_PLAIN_VENV=$(PLAIN) $(PY) -m pytest -m notebooks \
+		tests/test_install_notebooks.py
+
 # The executed book in _build/html; D2LPAR_QUICK=1 for a quick build.
 book: setup
 	scripts/get-data.sh --required
@@ -43,4 +55,4 @@ test-horovod: horovod
 	$(PY) -m pytest -m horovod
 
 clean:
-	rm -rf _build .mathjax
+	rm -rf _build .mathjax $(PLAIN)

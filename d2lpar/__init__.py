@@ -4,22 +4,73 @@ Every function a chapter teaches lives here, tested, so that the page, the
 code a reader runs, and the code imported in homework are the same code::
 
     import d2lpar as dp
-    result = dp.train(num_gpus=2, num_epochs=10)
+    result = dp.train(num_gpus=2, num_epochs=1)   # prints one line/epoch
+    result.train_loss, result.test_acc             # per-epoch numbers
+
+Main functions, by chapter (help(dp.NAME) for each):
+
+  A toy network      init_lenet_params, lenet, get_params, devices
+  allreduce          allreduce (its docstring states the contract every
+                     algorithm= must meet), check_allreduce
+  split_batch        split_batch, shard_sizes, plot_split
+  train_batch        train_batch (algorithm=, split=, accumulate=)
+  Training           train -> TrainResult, load_fashion_mnist,
+                     evaluate_accuracy, plot_accuracy
+  Exercises          sharded_allreduce, evaluate_accuracy_sharded
+  Communication      ring_allreduce, run_schedule, bucketed_allreduce,
+                     kvstore_allreduce, schedules, costmodel
+  Concise            gluon_lenet, set_lenet_params, train_concise
+  Multiprocess       dist (launch, worker, engines); the command line
+                     python -m d2lpar {train,worker,launch,bench}
+  Your own loop      epochs.run_epochs (the loop train uses), checks
+  The book           book_settings, glue_text, figures, bench
+
+Install: pip install "d2lpar[cpu]" (MXNet's CPU build), or d2lpar plus
+the CUDA build mxnet-cuXXX==1.9.1; "d2lpar[notebook]" adds Jupyter.
+Data: Fashion-MNIST is read from $D2LPAR_DATA, or pass root= to
+load_fashion_mnist (see its docstring for the other places searched).
+
+Importing d2lpar has two side effects on MXNet, both needed before its
+first operator runs:
+
+- ``MXNET_CPU_TEMP_COPY`` is set to ``CPU_TEMP_COPY`` (64) unless already
+  set. All CPU contexts share one pool of scratch buffers, 4 by default,
+  handed out round-robin; with 4, two CPU contexts wait for each other's
+  buffers and run one after the other (the training chapter measures it).
+- ``npx.set_np()`` (in ``d2lpar.model``): MXNet's NumPy interface, as in
+  d2l, so arrays are ``mxnet.np.ndarray``.
 """
 import os
+import sys
 
-# MXNet gives every CPU context its own worker thread, but all CPU contexts
-# share one pool of scratch ("temp space") buffers, 4 by default, handed out
-# round-robin. When one device's whole forward pass is queued before the
-# next device's, the second device's operators wait for buffers the first
-# one still holds, and two CPU contexts run one after the other. A larger
-# pool lets them run side by side (the training chapter measures both).
-# It must be set before MXNet's first operator runs; a value the user set
-# wins.
+if sys.version_info[:2] != (3, 11):
+    import warnings
+    warnings.warn(f'd2lpar is tested on Python 3.11 only, this is '
+                  f'{sys.version.split()[0]}: mxnet 1.9.1 and numpy 1.23.5 '
+                  f'have no wheels for Python 3.12+; make a Python 3.11 '
+                  f'venv (see README)', stacklevel=2)
+
+# Why 64 scratch buffers: see the module docstring. A value the user set
+# wins. Set before MXNet is imported, which reads it.
 CPU_TEMP_COPY = '64'
 os.environ.setdefault('MXNET_CPU_TEMP_COPY', CPU_TEMP_COPY)
 
-from . import bench, costmodel, dist, figures, schedules
+try:
+    import mxnet  # noqa: F401  (fail here, with a fix, not deep inside)
+except ImportError as err:
+    raise ImportError(
+        f'd2lpar needs MXNet 1.9.1, which is not installed in '
+        f'{sys.prefix} ({err}); install it with: pip install '
+        f'"d2lpar[cpu]" (CPU), or pip install mxnet-cu112==1.9.1 (a CUDA '
+        f'build, matching your CUDA). MXNet installs on Python 3.11 '
+        f'only.') from err
+except AttributeError as err:  # numpy >= 1.24 removed np.bool
+    raise ImportError(
+        f'MXNet 1.9.1 failed to import ({err}); it needs numpy < 1.24: '
+        f'pip install "numpy==1.23.5"') from err
+
+from . import bench, checks, costmodel, dist, epochs, figures, schedules
+from .checks import check_allreduce
 from .book import BookSettings, book_settings, glue_text
 from .buckets import bucketed_allreduce
 from .collectives import (allreduce, flat_view, ring_allreduce,
@@ -40,7 +91,8 @@ from .training import TrainResult, cross_entropy, train, train_batch
 __version__ = '0.1.0'
 
 __all__ = [
-    'bench', 'costmodel', 'dist', 'figures', 'schedules',
+    'bench', 'checks', 'costmodel', 'dist', 'epochs', 'figures',
+    'schedules', 'check_allreduce',
     'BookSettings', 'DatasetError', 'LENET_SHAPES', 'TrainResult',
     'allreduce', 'book_settings', 'bucketed_allreduce',
     'kvstore_allreduce', 'cross_entropy', 'devices',

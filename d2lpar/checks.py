@@ -7,6 +7,8 @@ what to do, instead of letting MXNet fail later with a C++ backtrace.
 import numbers
 
 import mxnet as mx
+import numpy as onp
+from mxnet import np
 
 
 def check_positive(name, value, where, integer=False):
@@ -40,6 +42,12 @@ def check_positive(name, value, where, integer=False):
                          f'pass a value greater than 0')
 
 
+def _describe(value):
+    """``numpy.ndarray`` for a NumPy array: the type a student recognises."""
+    kind = type(value)
+    return f'{kind.__module__.split(".")[0]}.{kind.__name__}'
+
+
 def check_devices(devices, where):
     """Raise unless ``devices`` is a non-empty list of distinct contexts.
 
@@ -53,24 +61,245 @@ def check_devices(devices, where):
     Raises
     ------
     TypeError
-        If ``devices`` is not a list/tuple of ``mx.Context``.
+        If ``devices`` is not a list/tuple of ``mx.Context`` (a string
+        such as ``'cpu(0)'`` or an int is refused: ``0`` could mean
+        ``cpu(0)`` or ``gpu(0)``).
     ValueError
-        If it is empty or names the same device twice.
+        If it is empty, names the same device twice, or names a GPU that
+        this MXNet cannot use.
     """
     if not isinstance(devices, (list, tuple)):
         raise TypeError(f'{where}: devices must be a list of mx.Context, '
-                        f'got {type(devices).__name__}; '
+                        f'got {type(devices).__name__} {devices!r}; pass '
+                        f'contexts such as [npx.cpu(0), npx.cpu(1)] or '
                         f'use d2lpar.devices(n)')
     if not devices:
         raise ValueError(f'{where}: the device list is empty; pass at '
                          f'least one, e.g. d2lpar.devices(1)')
-    for device in devices:
+    for i, device in enumerate(devices):
         if not isinstance(device, mx.Context):
-            raise TypeError(f'{where}: {device!r} is not an mx.Context; '
-                            f'use d2lpar.devices(n)')
+            raise TypeError(f'{where}: devices[{i}] is the '
+                            f'{type(device).__name__} {device!r}, not an '
+                            f'mx.Context; pass contexts such as '
+                            f'npx.cpu(0) or npx.gpu(0), or use '
+                            f'd2lpar.devices(n)')
+        if device.device_type == 'gpu':
+            check_gpu(device, where)
     if len(set(devices)) != len(devices):
         # Two shards on one context would silently do the work of one
         # device twice over: the very bug of d2l's try_gpu fallback.
         raise ValueError(f'{where}: devices {list(devices)} name the same '
                          f'context twice; pass distinct contexts, e.g. '
                          f'd2lpar.devices(2)')
+
+
+def check_gpu(device, where):
+    """Raise unless MXNet can run on the GPU context ``device``.
+
+    Without this check a CPU-only MXNet fails at the first operator with
+    a C++ backtrace.
+
+    Raises
+    ------
+    ValueError
+        If this MXNet was built without CUDA, or sees fewer GPUs.
+    """
+    if not mx.runtime.Features().is_enabled('CUDA'):
+        raise ValueError(f'{where}: {device} asked for, but this MXNet has '
+                         f'no GPU support (it is the CPU build); install '
+                         f'mxnet-cuXXX matching your CUDA (see README) or '
+                         f'use dp.devices(), which falls back to CPU '
+                         f'contexts')
+    num_gpus = mx.context.num_gpus()
+    if device.device_id >= num_gpus:
+        raise ValueError(f'{where}: {device} asked for, but MXNet sees '
+                         f'{num_gpus} GPU(s); use dp.devices() to get the '
+                         f'ones that exist')
+
+
+def check_batch(X, y, where):
+    """Raise unless ``X, y`` is a minibatch MXNet can train on.
+
+    Parameters
+    ----------
+    X, y : mxnet.numpy.ndarray
+        Features ``(n, ...)`` and integer class labels ``(n,)``.
+    where : str
+        The public function doing the check, for the message.
+
+    Raises
+    ------
+    TypeError
+        If ``X`` or ``y`` is not an MXNet array (NumPy, PyTorch, lists),
+        or ``y`` holds floats.
+    ValueError
+        If ``y`` is not one label per example (one-hot labels, say).
+    """
+    for name, value in (('X', X), ('y', y)):
+        if not isinstance(value, np.ndarray):
+            raise TypeError(f'{where}: {name} is a {_describe(value)}, not '
+                            f'an mxnet.numpy.ndarray; convert with '
+                            f'mxnet.np.array({name}) (for a torch tensor: '
+                            f'mxnet.np.array({name}.numpy()))')
+    if y.ndim != 1:
+        hint = ('they look one-hot; pass class indices, e.g. '
+                'y.argmax(axis=1).astype("int32")' if y.ndim == 2 else
+                'pass one class index per example')
+        raise ValueError(f'{where}: y has shape {y.shape}, expected '
+                         f'({X.shape[0]},), one class index per example; '
+                         f'{hint}')
+    if onp.issubdtype(y.dtype, onp.floating):
+        raise TypeError(f'{where}: y has dtype {y.dtype}; labels must be '
+                        f'integer class indices 0..9, convert with '
+                        f'y.astype("int32") (soft or one-hot labels are '
+                        f'not supported by the cross-entropy used here)')
+
+
+def check_replicas(device_params, devices, where):
+    """Raise unless ``device_params[i]`` lives on ``devices[i]``, with
+    gradient buffers attached.
+
+    Raises
+    ------
+    ValueError
+        If the counts differ, or a replica is on another device.
+    TypeError
+        If a parameter is not an MXNet array.
+    RuntimeError
+        If a parameter has no gradient buffer.
+    """
+    if len(device_params) != len(devices):
+        raise ValueError(f'{where}: {len(device_params)} parameter '
+                         f'replicas for {len(devices)} devices; make one '
+                         f'per device with dp.get_params(params, device)')
+    for i, (params, device) in enumerate(zip(device_params, devices)):
+        for j, p in enumerate(params):
+            if not isinstance(p, np.ndarray):
+                raise TypeError(f'{where}: device_params[{i}][{j}] is a '
+                                f'{_describe(p)}; convert with '
+                                f'mxnet.np.array, then use dp.get_params')
+            if p.ctx != device:
+                raise ValueError(f'{where}: device_params[{i}][{j}] lives '
+                                 f'on {p.ctx}, but devices[{i}] is '
+                                 f'{device}; build the replicas in the '
+                                 f'order of devices with '
+                                 f'dp.get_params(params, devices[{i}])')
+            if p.grad is None:
+                raise RuntimeError(f'{where}: device_params[{i}][{j}] has '
+                                   f'no gradient buffer; call '
+                                   f'p.attach_grad() on every parameter, '
+                                   f'or use dp.get_params(params, device), '
+                                   f'which does it')
+
+
+CONTRACT = ('the allreduce contract in help(d2lpar.allreduce): '
+            'algorithm(data) sums in place and returns None')
+
+
+def check_allreduce(algorithm, devices=None, shapes=((7,), (3, 5))):
+    """Check that ``algorithm`` meets the allreduce contract.
+
+    The contract is written once, in :func:`d2lpar.allreduce`'s
+    docstring: ``algorithm(data)`` returns None and leaves in every
+    ``data[i]`` (the same array object, with its dtype, shape and
+    device) the elementwise sum of all inputs. Homework checks call
+    this function.
+
+    Parameters
+    ----------
+    algorithm : callable
+        The allreduce to check, e.g. a student's ``my_allreduce``.
+    devices : list of mxnet.Context, optional
+        Default: three CPU contexts.
+    shapes : tuple of tuple, optional
+        The array shapes to try (one call each).
+
+    Raises
+    ------
+    ValueError
+        Naming the first broken rule, the array and the fix.
+
+    Examples
+    --------
+    >>> import d2lpar as dp
+    >>> dp.check_allreduce(dp.ring_allreduce)  # passes silently
+    """
+    devices = devices or [mx.cpu(i) for i in range(3)]
+    check_devices(devices, 'check_allreduce')
+    rng = onp.random.default_rng(0)
+    name = getattr(algorithm, '__name__', repr(algorithm))
+    for shape in shapes:
+        values = [rng.integers(-8, 8, shape).astype('float32')
+                  for _ in devices]
+        data = [np.array(v, ctx=d) for v, d in zip(values, devices)]
+        arrays = list(data)  # the caller keeps these objects
+        returned = algorithm(data)
+        check_returned_none(returned, name, 'check_allreduce')
+        want = sum(values)
+        for i, (a, d) in enumerate(zip(arrays, devices)):
+            if a.ctx != d or a.dtype != onp.float32 or a.shape != shape:
+                raise ValueError(
+                    f'check_allreduce: {name} changed data[{i}] to '
+                    f'{a.dtype} {a.shape} on {a.ctx}; keep float32 '
+                    f'{shape} on {d} ({CONTRACT})')
+            if not onp.array_equal(a.asnumpy(), want):
+                rebound = data[i] is not a
+                hint = ('it replaced data[i] by a new array: write into '
+                        'it with data[i][:] = ...' if rebound else
+                        'every device must end with the sum')
+                raise ValueError(
+                    f'check_allreduce: after {name}(data) on {shape} '
+                    f'arrays, data[{i}] on {d} does not hold the sum of '
+                    f'all inputs; {hint} ({CONTRACT})')
+
+
+def check_returned_none(returned, name, where):
+    """Raise if an allreduce returned a value instead of writing in place.
+
+    Raises
+    ------
+    TypeError
+        If ``returned`` is not None: the caller's gradients are
+        unchanged, so training would silently not average them.
+    """
+    if returned is not None:
+        raise TypeError(f'{where}: algorithm {name} returned a '
+                        f'{type(returned).__name__} instead of None; an '
+                        f'allreduce must write the sum into every input '
+                        f'array (data[i][:] = total), see {CONTRACT}')
+
+
+def check_step(X, y, device_params, devices, lr, accumulate):
+    """Refuse the arguments of :func:`train_batch` a student gets wrong
+    first, with a message naming the argument, the value and the fix."""
+    check_positive('lr', lr, 'train_batch')
+    check_positive('accumulate', accumulate, 'train_batch', integer=True)
+    check_devices(devices, 'train_batch')
+    check_batch(X, y, 'train_batch')
+    check_replicas(device_params, devices, 'train_batch')
+    need = accumulate * len(devices)
+    if X.shape[0] < need:
+        raise ValueError(
+            f'train_batch: the batch has {X.shape[0]} examples, but '
+            f'{len(devices)} devices x accumulate={accumulate} need at '
+            f'least {need} (one per device per micro-batch); a last '
+            f'partial batch of an epoch is the usual cause: choose a '
+            f'batch_size that leaves at least {need} examples in it, or '
+            f'drop it with gluon.data.DataLoader(..., '
+            f"last_batch='discard')")
+
+
+def check_split(shards, n, devices):
+    """Raise unless a ``split=`` function gave one shard per device,
+    on that device, covering all ``n`` examples; return the shards."""
+    X_shards, y_shards = shards
+    sizes = [x.shape[0] for x in X_shards]
+    where = [x.ctx for x in X_shards] + [t.ctx for t in y_shards]
+    if (len(X_shards) != len(devices) or sum(sizes) != n
+            or where != list(devices) * 2):
+        raise ValueError(f'train_batch: split returned X shards of sizes '
+                         f'{sizes} on {where[:len(X_shards)]} for {n} '
+                         f'examples on {list(devices)}; it must return '
+                         f'(X_shards, y_shards) with shard i on '
+                         f'devices[i], sizes adding up to {n}')
+    return X_shards, y_shards

@@ -64,6 +64,25 @@ def allreduce(data):
     TypeError, ValueError
         See :func:`check_allreduce_input`.
 
+    Notes
+    -----
+    **The allreduce contract.** Every algorithm that
+    ``train_batch(algorithm=...)`` and ``train(algorithm=...)`` accept
+    (this one, :func:`ring_allreduce`, :func:`sharded_allreduce`,
+    :func:`d2lpar.kvstore_allreduce`, or yours) is a function
+    ``algorithm(data) -> None`` where ``data`` is a list of ``k`` arrays
+    of one shape and dtype, ``data[i]`` on the i-th device. It must
+
+    1. write in place: afterwards every ``data[i]`` (the same array
+       object) holds the elementwise sum of all ``k`` inputs; write with
+       ``data[i][:] = ...``, since rebinding ``data[i]`` or returning a
+       new array leaves the caller's gradients unchanged;
+    2. return None;
+    3. keep each array's dtype, shape and device.
+
+    It may create any temporary arrays. ``d2lpar.check_allreduce(fn)``
+    checks a function against this contract.
+
     Examples
     --------
     >>> import mxnet as mx

@@ -5,15 +5,15 @@ Gluon doing the bookkeeping: parameters live on every device
 (``initialize(ctx=devices)``), and the Trainer's kvstore sums the
 gradients across devices before the SGD step.
 """
-from d2l import mxnet as d2l
-from mxnet import autograd, gluon, npx
+from mxnet import autograd, gluon
 from mxnet.gluon import nn
 
 from .checks import check_devices, check_positive
 from .evaluation import evaluate_accuracy_sharded
 from .model import init_lenet_params
 from .splitting import split_batch
-from .training import TrainResult, cross_entropy
+from .epochs import TrainResult, run_epochs
+from .training import INIT_SCALE, cross_entropy
 
 
 def gluon_lenet():
@@ -78,18 +78,27 @@ def train_batch_concise(X, y, net, trainer, devices, loss=cross_entropy):
     trainer : mxnet.gluon.Trainer
     devices : list of mxnet.Context
     loss : callable, optional
+
+    Returns
+    -------
+    losses, corrects : list of mxnet.numpy.ndarray
+        Per device, the summed loss and the number of correct
+        predictions (as :func:`d2lpar.train_batch` returns them).
     """
     X_shards, y_shards = split_batch(X, y, devices)
     with autograd.record():
-        ls = [loss(net(X_shard), y_shard)
-              for X_shard, y_shard in zip(X_shards, y_shards)]
+        outs = [net(X_shard) for X_shard in X_shards]
+        ls = [loss(out, y_shard) for out, y_shard in zip(outs, y_shards)]
     for l in ls:
         l.backward()
     trainer.step(X.shape[0])
+    return ([l.sum() for l in ls],
+            [(out.argmax(axis=1).astype(y_shard.dtype) == y_shard).sum()
+             for out, y_shard in zip(outs, y_shards)])
 
 
 def train_concise(devices, data, lr=0.2, num_epochs=10, params=None,
-                  kvstore='device'):
+                  kvstore='device', *, plot=False, verbose=True):
     """Train the Gluon LeNet on ``devices``; the concise chapter's loop.
 
     Parameters
@@ -99,9 +108,12 @@ def train_concise(devices, data, lr=0.2, num_epochs=10, params=None,
     lr : float, optional
     num_epochs : int, optional
     params : list of mxnet.numpy.ndarray, optional
-        Initial values (default: :func:`d2lpar.init_lenet_params`).
+        Initial values (default: :func:`d2lpar.init_lenet_params` with
+        :data:`d2lpar.training.INIT_SCALE`, as :func:`d2lpar.train`).
     kvstore : str, optional
         The Trainer's kvstore.
+    plot, verbose : bool, optional
+        As in :func:`d2lpar.train`.
 
     Returns
     -------
@@ -111,22 +123,24 @@ def train_concise(devices, data, lr=0.2, num_epochs=10, params=None,
     """
     check_positive('lr', lr, 'train_concise')
     check_positive('num_epochs', num_epochs, 'train_concise', True)
-    net = set_lenet_params(gluon_lenet(), params or init_lenet_params(),
+    check_devices(devices, 'train_concise')
+    net = set_lenet_params(gluon_lenet(),
+                           params or init_lenet_params(0, INIT_SCALE),
                            devices)
     trainer = gluon.Trainer(net.collect_params(), 'sgd',
                             {'learning_rate': lr}, kvstore=kvstore)
     train_iter, test_iter = data
-    result = TrainResult([], [], list(devices), None, lr)
-    for _ in range(num_epochs):
-        timer = d2l.Timer()
-        for X, y in train_iter:
-            train_batch_concise(X, y, net, trainer, devices)
-            npx.waitall()
-        result.epoch_seconds.append(timer.stop())
+
+    def step(X, y):
+        return train_batch_concise(X, y, net, trainer, devices)
+
+    def evaluate():
         # The block picks the replica on each shard's device itself, so
         # the per-device params argument is unused here.
-        result.test_acc.append(evaluate_accuracy_sharded(
+        return evaluate_accuracy_sharded(
             [None] * len(devices), test_iter, devices,
-            net=lambda X, _: net(X)))
-    print(result.summary())
-    return result
+            net=lambda X, _: net(X))
+
+    result = TrainResult([], [], list(devices), None, lr)
+    return run_epochs(step, train_iter, evaluate, num_epochs, result,
+                      plot=plot, verbose=verbose, where='train_concise')

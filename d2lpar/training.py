@@ -1,49 +1,46 @@
-"""Data-parallel training from scratch: one step, evaluation, the loop."""
-import dataclasses
+"""Data-parallel training from scratch: one step, and train().
 
+The epoch loop itself is :func:`d2lpar.epochs.run_epochs`, shared with
+the concise (Gluon) trainer.
+"""
 from d2l import mxnet as d2l
-from mxnet import autograd, gluon, npx
+from mxnet import autograd, gluon
 
 from .buckets import bucketed_allreduce
-from .checks import check_devices, check_positive
+from .checks import (check_devices, check_positive, check_returned_none,
+                     check_split, check_step)
 from .collectives import allreduce
 from .data import load_fashion_mnist
 from .devices import devices as default_devices
+from .epochs import TrainResult, run_epochs
 from .evaluation import evaluate_accuracy
 from .model import init_lenet_params, lenet
 from .parameters import get_params
-from .splitting import split_batch
+from .splitting import shard_sizes, split_batch
 
 # Per-example loss; d2l's chapter uses the same.
 cross_entropy = gluon.loss.SoftmaxCrossEntropyLoss()
 
-
-def _check_replicas(device_params, devices):
-    if len(device_params) != len(devices):
-        raise ValueError(f'train_batch: {len(device_params)} parameter '
-                         f'replicas for {len(devices)} devices; make one '
-                         f'per device with get_params(params, device)')
-    for i, (params, device) in enumerate(zip(device_params, devices)):
-        if params[0].ctx != device:
-            raise ValueError(f'train_batch: replica {i} lives on '
-                             f'{params[0].ctx}, not on devices[{i}] = '
-                             f'{device}; build device_params in the order '
-                             f'of devices')
+# The standard deviation of the initial weights that train() uses: with
+# d2l's 0.01 the gradients through LeNet's four small layers are so tiny
+# that the first epoch stays at chance; 0.1 learns in one epoch.
+INIT_SCALE = 0.1
 
 
 def train_batch(X, y, device_params, devices, lr, net=lenet,
-                loss=cross_entropy, algorithm=allreduce, bucket=False):
+                loss=cross_entropy, algorithm=allreduce, bucket=False,
+                split=split_batch, accumulate=1):
     """Take one data-parallel minibatch SGD step on all devices.
 
     Taught in the chapter "train_batch". Each device computes the loss
-    gradient of its shard; :func:`allreduce` sums the gradients so every
+    gradient of its shard; ``algorithm`` sums the gradients so every
     replica applies the same update. The result equals one SGD step on
     the whole batch on a single device.
 
     Parameters
     ----------
     X, y : mxnet.numpy.ndarray
-        The minibatch, on any device; ``len(X) >= len(devices)``.
+        The minibatch, on any device: features and integer labels.
     device_params : list of list of mxnet.numpy.ndarray
         ``device_params[i]`` is the replica on ``devices[i]``, with
         gradients attached (see :func:`get_params`).
@@ -56,89 +53,97 @@ def train_batch(X, y, device_params, devices, lr, net=lenet,
     loss : callable, optional
         Per-example loss ``loss(logits, y)``.
     algorithm : callable, optional
-        The allreduce, e.g. :func:`d2lpar.ring_allreduce`.
+        The allreduce, e.g. :func:`d2lpar.ring_allreduce`; any function
+        meeting the contract in :func:`d2lpar.allreduce`'s docstring.
     bucket : bool, optional
         Pack all gradients into one buffer per device and reduce it once
         (:func:`d2lpar.bucketed_allreduce`) instead of one call per
         parameter.
+    split : callable, optional
+        ``split(X, y, devices) -> (X_shards, y_shards)``, shard ``i`` on
+        ``devices[i]`` (default :func:`d2lpar.split_batch`).
+    accumulate : int, optional
+        Process the batch as ``accumulate`` micro-batches, one after the
+        other, summing each device's gradients locally, then allreduce
+        once: the same step with less memory per device.
+
+    Returns
+    -------
+    losses, corrects : list of mxnet.numpy.ndarray
+        Per device (and micro-batch), the summed loss and the number of
+        correct predictions, not yet waited for (call ``.item()``).
 
     Raises
     ------
-    ValueError
-        If ``lr`` is not positive, replicas and devices do not match, or
-        the batch cannot be split (see :func:`split_batch`).
+    TypeError, ValueError, RuntimeError
+        For a non-positive ``lr``, arrays that are not MXNet's, labels
+        that are not class indices, replicas that do not match
+        ``devices`` or lack gradients, a batch too small to split, or an
+        ``algorithm`` that returns a value instead of summing in place.
     """
-    check_positive('lr', lr, 'train_batch')
-    _check_replicas(device_params, devices)
-    X_shards, y_shards = split_batch(X, y, devices)
-    with autograd.record():  # loss is computed separately on each device
-        ls = [loss(net(X_shard, params), y_shard).sum()
-              for X_shard, y_shard, params in zip(
-                  X_shards, y_shards, device_params)]
-    for l in ls:  # backpropagation is performed separately on each device
-        l.backward()
-    # Sum all gradients from each device and broadcast them to all devices
+    check_step(X, y, device_params, devices, lr, accumulate)
     grads = [[p.grad for p in params] for params in device_params]
+    losses, corrects, sums = [], [], None
+    for X_micro, y_micro in micro_batches(X, y, accumulate):
+        X_shards, y_shards = check_split(split(X_micro, y_micro, devices),
+                                         X_micro.shape[0], devices)
+        with autograd.record():  # loss is computed separately on each device
+            outs = [net(X_shard, params) for X_shard, params in zip(
+                X_shards, device_params)]
+            ls = [loss(out, y_shard).sum()
+                  for out, y_shard in zip(outs, y_shards)]
+        for l in ls:  # backpropagation is performed separately on each device
+            l.backward()
+        if accumulate > 1:  # keep a running sum: backward overwrites .grad
+            sums = add_gradients(sums, grads)
+        losses += ls
+        corrects += [(out.argmax(axis=1).astype(y_shard.dtype) == y_shard)
+                     .sum() for out, y_shard in zip(outs, y_shards)]
+    if sums is not None:
+        for g_list, s_list in zip(grads, sums):
+            for g, s in zip(g_list, s_list):
+                g[:] = s
+    # Sum all gradients from each device and broadcast them to all devices
     if bucket:
         bucketed_allreduce(grads, algorithm)
     else:
         for i in range(len(grads[0])):
-            algorithm([g[i] for g in grads])
+            check_returned_none(algorithm([g[i] for g in grads]),
+                                getattr(algorithm, '__name__', 'algorithm'),
+                                'train_batch')
     # Divide by the whole batch size: the step equals the 1-device step
     for params in device_params:
         d2l.sgd(params, lr, X.shape[0])
+    return losses, corrects
 
 
-@dataclasses.dataclass
-class TrainResult:
-    """What :func:`train` measured.
+def micro_batches(X, y, m):
+    """``m`` contiguous micro-batches of ``X, y`` (sizes differ by 1)."""
+    start = 0
+    for size in shard_sizes(X.shape[0], m):
+        yield X[start:start + size], y[start:start + size]
+        start += size
 
-    Attributes
-    ----------
-    test_acc : list of float
-        Test accuracy after each epoch.
-    epoch_seconds : list of float
-        Training time of each epoch (finished work only).
-    devices : list of mxnet.Context
-        The devices that trained.
-    batch_size : int or None
-        Examples per minibatch, summed over devices (None if unknown).
-    lr : float
-        Learning rate.
-    figure : matplotlib.figure.Figure or None
-        The accuracy curve, when plotted.
-    """
 
-    test_acc: list
-    epoch_seconds: list
-    devices: list
-    batch_size: int
-    lr: float
-    figure: object = None
-
-    @property
-    def final_test_acc(self):
-        """Test accuracy after the last epoch."""
-        return self.test_acc[-1]
-
-    @property
-    def sec_per_epoch(self):
-        """Mean training seconds per epoch (d2l's ``timer.avg()``)."""
-        return sum(self.epoch_seconds) / len(self.epoch_seconds)
-
-    def summary(self):
-        """The chapter's one-line summary."""
-        return (f'test acc: {self.final_test_acc:.2f}, '
-                f'{self.sec_per_epoch:.1f} sec/epoch on {self.devices}')
+def add_gradients(sums, grads):
+    """Return ``sums + grads`` per device and parameter (copies at first)."""
+    if sums is None:
+        return [[g.copy() for g in g_list] for g_list in grads]
+    for s_list, g_list in zip(sums, grads):
+        for s, g in zip(s_list, g_list):
+            s[:] += g
+    return sums
 
 
 def train(num_gpus=1, batch_size=256, lr=0.2, num_epochs=10, *,
-          devices=None, data=None, plot=True, verbose=False, seed=0,
-          init_scale=0.01):
+          devices=None, data=None, plot=True, verbose=True, seed=0,
+          init_scale=INIT_SCALE, algorithm=allreduce, split=split_batch,
+          accumulate=1, bucket=False):
     """Train LeNet on Fashion-MNIST with data parallelism.
 
-    Taught in the chapter on training with 1 then 2 devices. After each
-    epoch the test accuracy is computed on the first device.
+    Taught in the chapter on training with 1 then 2 devices. Every step
+    is :func:`train_batch`; after each epoch the test accuracy is
+    computed on the first device.
 
     Parameters
     ----------
@@ -147,65 +152,80 @@ def train(num_gpus=1, batch_size=256, lr=0.2, num_epochs=10, *,
         there is no GPU). Ignored when ``devices`` is given.
     batch_size : int, optional
         Minibatch size summed over all devices. Ignored when ``data`` is
-        given (its iterators fix the batch size).
+        given: its iterators fix the batch size, which the result
+        reports.
     lr : float, optional
         Learning rate.
     num_epochs : int, optional
         Passes over the training set.
     devices : list of mxnet.Context, optional
-        Explicit devices.
+        Explicit devices, e.g. ``[npx.cpu(0), npx.cpu(1)]``.
     data : (train_iter, test_iter), optional
         Iterators to use instead of :func:`load_fashion_mnist`.
     plot : bool, optional
-        Draw the test-accuracy curve with ``d2l.Animator``.
+        Draw train loss, train accuracy and test accuracy per epoch into
+        ``result.figure``; shown live only inside Jupyter.
     verbose : bool, optional
-        Print one progress line per epoch.
+        Print a line per epoch and a summary; False prints nothing.
     seed : int, optional
         Seed of the initial parameters.
     init_scale : float, optional
-        Standard deviation of the initial weights. The chapter's 0.01
-        leaves LeNet at chance accuracy for about its first epoch (the
-        gradients through four tiny layers are tiny); 0.1 learns at once.
+        Standard deviation of the initial weights (default
+        ``INIT_SCALE = 0.1``, which learns in one epoch; d2l's 0.01
+        leaves LeNet at chance for about its first epoch).
+    algorithm : callable, optional
+        The allreduce used by every step (see :func:`train_batch`; the
+        contract is in :func:`d2lpar.allreduce`'s docstring).
+    split : callable, optional
+        How each minibatch is split over the devices (default
+        :func:`d2lpar.split_batch`).
+    accumulate : int, optional
+        Micro-batches per step (gradient accumulation; the step is
+        unchanged, each device holds less at a time).
+    bucket : bool, optional
+        Reduce all gradients as one bucket per device.
 
     Returns
     -------
     TrainResult
-        Per-epoch test accuracy and seconds, and the devices used. Its
-        summary line is printed at the end.
+        Per-epoch train loss, train accuracy, test accuracy and seconds,
+        the devices, the batch size and the figure.
 
     Raises
     ------
     TypeError, ValueError
-        For a non-positive ``num_gpus``, ``batch_size``, ``lr`` or
-        ``num_epochs``, or a bad device list.
+        For a non-positive ``num_gpus``, ``batch_size``, ``lr``,
+        ``num_epochs`` or ``accumulate``, or a bad device list; see also
+        :func:`train_batch`.
+
+    Examples
+    --------
+    >>> import d2lpar as dp
+    >>> result = dp.train(num_gpus=2, num_epochs=1, plot=False)
+    >>> result.train_loss, result.test_acc  # doctest: +SKIP
     """
     for name, value in (('num_gpus', num_gpus), ('batch_size', batch_size),
-                        ('num_epochs', num_epochs)):
+                        ('num_epochs', num_epochs),
+                        ('accumulate', accumulate)):
         check_positive(name, value, 'train', integer=True)
     check_positive('lr', lr, 'train')
+    check_positive('init_scale', init_scale, 'train')
     if devices is None:
         devices = default_devices(num_gpus)
     check_devices(devices, 'train')
     train_iter, test_iter = data or load_fashion_mnist(batch_size)
     params = init_lenet_params(seed, init_scale)
     device_params = [get_params(params, d) for d in devices]
-    animator = (d2l.Animator('epoch', 'test acc', xlim=[1, num_epochs])
-                if plot else None)
-    result = TrainResult([], [], list(devices), batch_size, lr,
-                         animator.fig if plot else None)
-    for epoch in range(num_epochs):
-        timer = d2l.Timer()
-        for X, y in train_iter:
-            train_batch(X, y, device_params, devices, lr)
-            npx.waitall()  # time finished work only; bounds memory too
-        result.epoch_seconds.append(timer.stop())
-        result.test_acc.append(evaluate_accuracy(
-            device_params[0], test_iter, devices[0]))
-        if animator:
-            animator.add(epoch + 1, (result.test_acc[-1],))
-        if verbose:
-            print(f'epoch {epoch + 1}/{num_epochs}: test acc '
-                  f'{result.test_acc[-1]:.3f}, '
-                  f'{result.epoch_seconds[-1]:.1f} sec', flush=True)
-    print(result.summary())
-    return result
+
+    def step(X, y):
+        return train_batch(X, y, device_params, devices, lr,
+                           algorithm=algorithm, bucket=bucket, split=split,
+                           accumulate=accumulate)
+
+    def evaluate():
+        return evaluate_accuracy(device_params[0], test_iter, devices[0])
+
+    result = TrainResult([], [], list(devices),
+                         None if data else batch_size, lr)
+    return run_epochs(step, train_iter, evaluate, num_epochs, result,
+                      plot=plot, verbose=verbose)

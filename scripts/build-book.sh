@@ -9,12 +9,12 @@ venv=${1:-.venv}
 scripts/get-mathjax.sh
 "$venv/bin/jupyter-book" clean .
 rm -rf _build/extra && mkdir -p _build/extra/notebooks
-# Plain notebooks for readers who want .ipynb files (served with the HTML).
-for chapter in book/*.md; do
-    grep -q '^kernelspec:' "$chapter" || continue
-    "$venv/bin/jupytext" --quiet --to ipynb \
-        -o "_build/extra/notebooks/$(basename "${chapter%.md}").ipynb" "$chapter"
-done
+# A notebook per chapter for plain Jupyter (served with the HTML, in
+# html/notebooks/): the library source the page includes becomes a code
+# cell, glue roles and admonitions readable text (scripts/chapter_notebook.py).
+# `make test-notebooks` executes the same notebooks with only
+# d2lpar[cpu,notebook] installed.
+scripts/chapter-notebooks.sh "$venv" _build/extra/notebooks
 start=$(date +%s)
 "$venv/bin/jupyter-book" build . --all -W --keep-going
 echo "book: built _build/html in $(( $(date +%s) - start )) s${D2LPAR_QUICK:+ (quick mode)}"

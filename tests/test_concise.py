@@ -104,3 +104,24 @@ def test_block_scored_over_all_devices_equals_one_device():
                                mx.cpu(0))
     assert spread == one
     assert 0 < one < 1
+
+
+def test_train_concise_records_what_train_records(capsys):
+    """train_concise runs the library's one epoch loop: per-epoch train
+    loss, train accuracy, test accuracy and seconds, the data's batch size,
+    nothing printed with verbose=False; and from the same start on the
+    same batches its train losses equal train()'s (rtol 1e-4)."""
+    batches = make_batches()
+    data = (batches, batches[:1])
+    devices = [mx.cpu(0), mx.cpu(1)]
+    concise = dp.train_concise(devices, data, lr=LR, num_epochs=2,
+                               params=dp.init_lenet_params(0, 0.1),
+                               verbose=False)
+    assert capsys.readouterr().out == ''
+    scratch = dp.train(devices=devices, data=data, lr=LR, num_epochs=2,
+                       init_scale=0.1, plot=False, verbose=False)
+    for name in ('train_loss', 'train_acc', 'test_acc', 'epoch_seconds'):
+        assert len(getattr(concise, name)) == 2, name
+    assert concise.batch_size == 12
+    assert_allclose(concise.train_loss, scratch.train_loss, rtol=1e-4)
+    assert concise.train_acc == scratch.train_acc

@@ -1,0 +1,171 @@
+"""The epoch loop every trainer shares, and what it records.
+
+:func:`run_epochs` is written once: :func:`d2lpar.train` (from scratch)
+and :func:`d2lpar.train_concise` (Gluon) call it with their own step, and
+any other trainer (a homework's, a worker's) can too. It times finished
+work only, records per-epoch train loss, train accuracy, test accuracy
+and seconds in a :class:`TrainResult`, prints only when asked, and draws
+a live plot only where a display exists.
+"""
+import dataclasses
+
+from d2l import mxnet as d2l
+from mxnet import npx
+
+
+@dataclasses.dataclass
+class TrainResult:
+    """What :func:`train` (or :func:`d2lpar.train_concise`) measured.
+
+    Attributes
+    ----------
+    test_acc : list of float
+        Test accuracy after each epoch.
+    epoch_seconds : list of float
+        Training time of each epoch (finished work only).
+    devices : list of mxnet.Context
+        The devices that trained.
+    batch_size : int or None
+        Examples per minibatch, summed over devices (None if unknown).
+    lr : float
+        Learning rate.
+    figure : matplotlib.figure.Figure or None
+        The curves, when plotted.
+    train_loss : list of float
+        Mean per-example training loss of each epoch.
+    train_acc : list of float
+        Training accuracy of each epoch (measured while training).
+    """
+
+    test_acc: list
+    epoch_seconds: list
+    devices: list
+    batch_size: int
+    lr: float
+    figure: object = None
+    train_loss: list = dataclasses.field(default_factory=list)
+    train_acc: list = dataclasses.field(default_factory=list)
+
+    @property
+    def final_test_acc(self):
+        """Test accuracy after the last epoch."""
+        return self.test_acc[-1]
+
+    @property
+    def sec_per_epoch(self):
+        """Mean training seconds per epoch (d2l's ``timer.avg()``)."""
+        return sum(self.epoch_seconds) / len(self.epoch_seconds)
+
+    def summary(self):
+        """The chapter's one-line summary."""
+        return (f'test acc: {self.final_test_acc:.2f}, '
+                f'{self.sec_per_epoch:.1f} sec/epoch on {self.devices}')
+
+    def epoch_line(self, num_epochs):
+        """The progress line of the last epoch, out of ``num_epochs``."""
+        return (f'epoch {len(self.test_acc)}/{num_epochs}: test acc '
+                f'{self.test_acc[-1]:.3f}, train loss '
+                f'{self.train_loss[-1]:.3f}, train acc '
+                f'{self.train_acc[-1]:.3f}, {self.epoch_seconds[-1]:.1f} sec')
+
+
+def in_notebook():
+    """True inside a Jupyter kernel, where a figure can be displayed."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    return hasattr(get_ipython(), 'kernel')
+
+
+class LivePlot:
+    """A run's curves, redrawn after every epoch where a display exists.
+
+    Unlike ``d2l.Animator`` it never clears the output (which prints
+    terminal escape codes outside Jupyter) and shows nothing in a
+    script: there the figure is only returned, in ``result.figure``.
+    """
+
+    def __init__(self, num_epochs):
+        from matplotlib.figure import Figure  # no GUI backend needed
+        self.fig = Figure(figsize=(4.5, 3))
+        self.ax = self.fig.add_subplot()
+        self.num_epochs = num_epochs
+        self.handle = None
+
+    def update(self, result):
+        self.ax.clear()
+        epochs = range(1, len(result.test_acc) + 1)
+        for name in ('train_loss', 'train_acc', 'test_acc'):
+            self.ax.plot(epochs, getattr(result, name), 'o-',
+                         label=name.replace('_', ' '))
+        self.ax.set(xlabel='epoch', xlim=(0.8, self.num_epochs + 0.2))
+        self.ax.legend()
+        if in_notebook():
+            from IPython.display import display
+            if self.handle is None:
+                self.handle = display(self.fig, display_id=True)
+            else:
+                self.handle.update(self.fig)
+
+
+def run_epochs(step, train_iter, evaluate, num_epochs, result, *,
+               plot=False, verbose=False, where='train'):
+    """The epoch loop: every trainer of the library runs this one.
+
+    Each epoch runs ``step`` on every minibatch, timing finished work
+    only, then records the epoch's train loss, train accuracy, test
+    accuracy and seconds in ``result``.
+
+    Parameters
+    ----------
+    step : callable
+        ``step(X, y) -> (losses, corrects)``: one training step; the
+        summed losses and correct-prediction counts of its pieces
+        (MXNet scalars or numbers), as :func:`train_batch` returns.
+    train_iter : iterable of (X, y)
+        Minibatches of one epoch; iterated once per epoch.
+    evaluate : callable
+        ``evaluate() -> float``, the test accuracy now.
+    num_epochs : int
+    result : TrainResult
+        Filled in place; a ``batch_size`` of None is set from the first
+        minibatch.
+    plot : bool, optional
+        Draw the curves (see :class:`LivePlot`) into ``result.figure``.
+    verbose : bool, optional
+        Print a line per epoch and the summary line at the end.
+    where : str, optional
+        The public function running the loop, for messages.
+
+    Returns
+    -------
+    TrainResult
+        ``result``.
+    """
+    live = LivePlot(num_epochs) if plot else None
+    result.figure = live.fig if live else result.figure
+    for _ in range(num_epochs):
+        metric = d2l.Accumulator(3)  # loss sum, correct, examples
+        timer = d2l.Timer()
+        for X, y in train_iter:
+            losses, corrects = step(X, y)
+            npx.waitall()  # time finished work only; bounds memory too
+            metric.add(sum(float(l) for l in losses),
+                       sum(float(c) for c in corrects), X.shape[0])
+            if result.batch_size is None:
+                result.batch_size = X.shape[0]
+        result.epoch_seconds.append(timer.stop())
+        if metric[2] == 0:
+            raise ValueError(f'{where}: the training data yielded no '
+                             f'examples; check train_iter is not empty')
+        result.train_loss.append(metric[0] / metric[2])
+        result.train_acc.append(metric[1] / metric[2])
+        result.test_acc.append(evaluate())
+        if live:
+            live.update(result)
+        if verbose:
+            print(result.epoch_line(num_epochs), flush=True)
+    if verbose:
+        print(result.summary(), flush=True)
+    return result
