@@ -20,7 +20,8 @@ CPU_TEMP_COPY = '64'
 os.environ.setdefault('MXNET_CPU_TEMP_COPY', CPU_TEMP_COPY)
 
 from . import bench, costmodel, dist, figures, schedules
-from .book import BookSettings, book_settings, glue_text
+from .book import (BookSettings, book_settings, glue_text,
+                   show_source)
 from .buckets import bucketed_allreduce
 from .collectives import (allreduce, flat_view, ring_allreduce,
                           run_schedule, sharded_allreduce)
@@ -45,7 +46,8 @@ __all__ = [
     'allreduce', 'book_settings', 'bucketed_allreduce',
     'kvstore_allreduce', 'cross_entropy', 'devices',
     'draw_parallelism_schemes', 'evaluate_accuracy', 'glue_text',
-    'gluon_lenet', 'set_lenet_params', 'train_batch_concise', 'train_concise',
+    'gluon_lenet', 'set_lenet_params', 'show_source', 'train_batch_concise',
+    'train_concise',
     'evaluate_accuracy_sharded', 'get_params', 'init_lenet_params',
     'lenet', 'load_fashion_mnist', 'plot_accuracy', 'plot_split',
     'ring_allreduce', 'run_schedule', 'shard_sizes', 'sharded_allreduce',
