@@ -80,9 +80,10 @@ def split_batch(X, y, devices):
                          f'larger batch or fewer devices')
     # Not gluon.utils.split_and_load: with even_split=False it gives the
     # same sizes (divmod, the first n % k shards one extra example), but it
-    # splits one array at a time, and when n < k it fails deep inside
-    # MXNet's engine copying an empty slice. Here X and y are split in one
-    # call, checked against each other, with errors that say what to do.
+    # splits one array at a time, and when n < k it silently gives some
+    # device an empty shard (whose mean loss is nan). Here X and y are
+    # split in one call, checked against each other, and n < k is refused
+    # with an error that says what to do.
     X_shards, y_shards, start = [], [], 0
     for device, size in zip(devices, shard_sizes(n, k)):
         X_shards.append(X[start:start + size].as_in_ctx(device))
