@@ -50,6 +50,7 @@ def test_show_source_drops_the_docstring_keeps_the_body():
     """show_source of a function shows its signature, comments and body
     but not one line of its numpy docstring."""
     import inspect
+
     from IPython.display import Code
     shown = dp.show_source(dp.split_batch)
     assert isinstance(shown, Code)

@@ -8,7 +8,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BOOK = os.path.join(ROOT, 'book')
 CHAPTERS = sorted(f for f in os.listdir(BOOK) if f.endswith('.md')
                   and '\nkernelspec:' in open(os.path.join(BOOK, f)).read())
-CELL = re.compile(r'^```\{code-cell\}[^\n]*\n(.*?)^```', re.S | re.M)
+CELL = re.compile(r'^```\{code-cell\}[^\n]*\n(.*?)^```', re.DOTALL | re.MULTILINE)
 # Chapters whose literalincludes have not been turned into show_source
 # cells yet (strict: the test fails once they have, so the list shrinks).
 LITERAL_PENDING = {'communication.md', 'multiprocess.md'}
@@ -49,7 +49,7 @@ def test_chapter_imports_d2lpar_and_defines_nothing(name):
     assert any('import d2lpar as dp' in c for c in cells)
     for cell in cells:
         assert 'import *' not in cell
-        assert not re.search(r'^(def|class) ', cell, re.M), cell[:80]
+        assert not re.search(r'^(def|class) ', cell, re.MULTILINE), cell[:80]
 
 
 @pytest.mark.parametrize('name', CHAPTERS)
@@ -61,13 +61,13 @@ def test_literalincludes_name_real_objects(name):
             r'```\{literalinclude\} (\S+)\n:pyobject: (\S+)', text):
         source = open(os.path.normpath(os.path.join(BOOK, path))).read()
         outer, _, method = obj.partition('.')  # Class.method is allowed
-        match = re.search(rf'^(def|class) {outer}\b', source, re.M)
+        match = re.search(rf'^(def|class) {outer}\b', source, re.MULTILINE)
         assert match, f'{name}: {outer} not in {path}'
         if method:
             body = source[match.end():].partition('\n')[2]
-            end = re.search(r'^\S', body, re.M)  # the class ends here
+            end = re.search(r'^\S', body, re.MULTILINE)  # the class ends here
             body = body[:end.start()] if end else body
-            assert re.search(rf'^    def {method}\b', body, re.M), \
+            assert re.search(rf'^    def {method}\b', body, re.MULTILINE), \
                 f'{name}: {obj} not in {path}'
 
 
@@ -97,22 +97,22 @@ MEASURED = re.compile(
 VERDICT = re.compile(
     r'\b(?:was|were|ran|came out|proved|got|became)\s+(?:\w+\s+)?'
     r'(?:faster|slower|quicker)\b|\b(?:helped|did not help|paid off|'
-    r'did not pay off|does not pay off|sped up|slowed down)\b', re.I)
+    r'did not pay off|does not pay off|sped up|slowed down)\b', re.IGNORECASE)
 
 
 def page_prose(page):
     """A page's prose: no front matter, code, math, glue roles, inline
     code, links' targets or directive options."""
     text = open(os.path.join(BOOK, page)).read()
-    text = re.sub(r'\A---\n.*?\n---\n', '', text, flags=re.S)
+    text = re.sub(r'\A---\n.*?\n---\n', '', text, flags=re.DOTALL)
     text = re.sub(r'^(```+|~~~+)\{(?:code-cell|eval-rst|literalinclude)'
-                  r'.*?^\1', '', text, flags=re.S | re.M)
-    text = re.sub(r'^```[^\n{]*\n.*?^```', '', text, flags=re.S | re.M)
-    text = re.sub(r'\$\$.*?\$\$|\$[^$]+?\$', ' ', text, flags=re.S)
+                  r'.*?^\1', '', text, flags=re.DOTALL | re.MULTILINE)
+    text = re.sub(r'^```[^\n{]*\n.*?^```', '', text, flags=re.DOTALL | re.MULTILINE)
+    text = re.sub(r'\$\$.*?\$\$|\$[^$]+?\$', ' ', text, flags=re.DOTALL)
     text = re.sub(r'\{[\w:-]+\}`[^`]*`', ' GLUED ', text)
     text = re.sub(r'`[^`]*`', ' ', text)
     text = re.sub(r'\]\([^)]*\)|<a [^>]*>|https?://\S+', ' ', text)
-    return re.sub(r'^:[\w-]+:.*$', '', text, flags=re.M)
+    return re.sub(r'^:[\w-]+:.*$', '', text, flags=re.MULTILINE)
 
 
 def sentences(page):
@@ -196,15 +196,32 @@ def test_every_glue_reference_is_glued(name):
 def test_visible_cells_do_not_echo_glued_text(name):
     """A cell the reader sees must not end by echoing the string that
     glue_text returns ('2 and 3'): end it with ';' or assign the result."""
-    for cell in CELL.findall(open(os.path.join(BOOK, name)).read()):
-        if 'remove-cell' in cell.partition('\n')[0] + cell[:80]:
+    assert echoing_cells(open(os.path.join(BOOK, name)).read()) == []
+
+
+def echoing_cells(text):
+    """The last lines of visible cells that end with a bare glue_text."""
+    found = []
+    for cell in CELL.findall(text):
+        if 'remove-cell' in cell.partition('\n')[0]:
             continue
         code = [line for line in cell.splitlines()
                 if line.strip() and not line.startswith(':tags:')]
-        last = re.findall(r'^(?:dp\.glue_text\(|\S)', '\n'.join(code),
-                          re.M)
-        if last and last[-1].startswith('dp.glue_text('):
-            assert code[-1].rstrip().endswith(';'), (name, code[-1])
+        starts = re.findall(r'^(?:dp\.glue_text\(|\S)', '\n'.join(code),
+                            re.MULTILINE)
+        if (starts and starts[-1].startswith('dp.glue_text(')
+                and not code[-1].rstrip().endswith(';')):
+            found.append(code[-1])
+    return found
+
+
+def test_echoing_cell_is_caught():
+    """The check above can fail: a visible cell ending in a bare
+    glue_text is found; with ';' or in a removed cell it is not."""
+    cell = "```{code-cell} ipython3\n%s\ndp.glue_text('k', f'{x}')%s\n```\n"
+    assert echoing_cells(cell % (':tags: [hide-cell]', '')) != []
+    assert echoing_cells(cell % (':tags: [hide-cell]', ';')) == []
+    assert echoing_cells(cell % (':tags: [remove-cell]', '')) == []
 
 
 @pytest.mark.parametrize('name', [
