@@ -8,7 +8,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BOOK = os.path.join(ROOT, 'book')
 CHAPTERS = sorted(f for f in os.listdir(BOOK) if f.endswith('.md')
                   and '\nkernelspec:' in open(os.path.join(BOOK, f)).read())
-CELL = re.compile(r'^```\{code-cell\}[^\n]*\n(.*?)^```', re.DOTALL | re.MULTILINE)
+CELL = re.compile(r'^```\{code-cell\}[^\n]*\n(.*?)^```',
+                  re.DOTALL | re.MULTILINE)
 # Chapters whose literalincludes have not been turned into show_source
 # cells yet (strict: the test fails once they have, so the list shrinks).
 LITERAL_PENDING = {'communication.md', 'multiprocess.md'}
@@ -107,7 +108,8 @@ def page_prose(page):
     text = re.sub(r'\A---\n.*?\n---\n', '', text, flags=re.DOTALL)
     text = re.sub(r'^(```+|~~~+)\{(?:code-cell|eval-rst|literalinclude)'
                   r'.*?^\1', '', text, flags=re.DOTALL | re.MULTILINE)
-    text = re.sub(r'^```[^\n{]*\n.*?^```', '', text, flags=re.DOTALL | re.MULTILINE)
+    text = re.sub(r'^```[^\n{]*\n.*?^```', '', text,
+                  flags=re.DOTALL | re.MULTILINE)
     text = re.sub(r'\$\$.*?\$\$|\$[^$]+?\$', ' ', text, flags=re.DOTALL)
     text = re.sub(r'\{[\w:-]+\}`[^`]*`', ' GLUED ', text)
     text = re.sub(r'`[^`]*`', ' ', text)
