@@ -80,7 +80,8 @@ PAGES = sorted(os.path.relpath(os.path.join(d, f), BOOK)
 # Numbers the prose may type because they are true by construction, not
 # measured: LeNet's shapes and sizes, the data set, d2l's settings, the
 # book's design choices. Small counts (0 to 10: devices, exercises,
-# layers) are allowed too. Anything else is glued from a cell.
+# layers) are allowed too, and so is a quantity with its unit listed here
+# whole (a scenario's given '160 MB'). Anything else is glued from a cell.
 CONSTANTS = {
     '28', '20', '50', '800', '128', '16', '64', '32', '256', '512',  # LeNet
     '86', '85', '96', '60,000', '10,000', '70,000',      # data, shards
@@ -131,8 +132,10 @@ def typed_measurements(page):
     for sentence in sentences(page):
         for match in MEASURED.finditer(sentence):
             number, unit = match.groups()
-            if re.match(r'\d+x\d', sentence[match.start():]):
-                continue  # a shape such as 28x28
+            if (match.group(0) in CONSTANTS  # e.g. a scenario's '160 MB'
+                    or re.match(r'\d+x\d|\d+(\.\d+){3}',
+                                sentence[match.start():])):
+                continue  # a shape such as 28x28, an address 127.0.0.1
             if unit or (number not in CONSTANTS
                         and not re.fullmatch(r'10|\d', number)):
                 found.append((sentence, match.group(0)))
