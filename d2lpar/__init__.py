@@ -71,7 +71,8 @@ except AttributeError as err:  # numpy >= 1.24 removed np.bool
 
 from . import bench, checks, costmodel, dist, epochs, figures, schedules
 from .checks import check_allreduce
-from .book import BookSettings, book_settings, glue_text
+from .book import (BookSettings, book_settings, glue_text,
+                   show_source)
 from .buckets import bucketed_allreduce
 from .collectives import (allreduce, flat_view, ring_allreduce,
                           run_schedule, sharded_allreduce)
@@ -97,7 +98,8 @@ __all__ = [
     'allreduce', 'book_settings', 'bucketed_allreduce',
     'kvstore_allreduce', 'cross_entropy', 'devices',
     'draw_parallelism_schemes', 'evaluate_accuracy', 'glue_text',
-    'gluon_lenet', 'set_lenet_params', 'train_batch_concise', 'train_concise',
+    'gluon_lenet', 'set_lenet_params', 'show_source', 'train_batch_concise',
+    'train_concise',
     'evaluate_accuracy_sharded', 'get_params', 'init_lenet_params',
     'lenet', 'load_fashion_mnist', 'plot_accuracy', 'plot_split',
     'ring_allreduce', 'run_schedule', 'shard_sizes', 'sharded_allreduce',

@@ -1,10 +1,13 @@
-"""Helpers for the book's pages: build settings and glued text.
+"""Helpers for the book's pages: build settings, glued text, source.
 
 ``D2LPAR_QUICK=1`` makes every chapter train briefly on a slice of the
 data so a whole build takes minutes; the pages then say so.
 """
+import ast
 import dataclasses
+import inspect
 import os
+import textwrap
 
 QUICK_VAR = 'D2LPAR_QUICK'
 
@@ -57,9 +60,12 @@ def book_settings():
 def glue_text(name, text):
     """Glue ``text`` so the prose can show it with ``{glue:md}`name```.
 
-    Every number in the book's prose is computed when the page is built
-    and inserted this way, never typed. Gluing a Markdown object (not a
-    plain ``str``) keeps the quotes of ``repr`` off the page.
+    Taught in every chapter: every number in the book's prose is computed
+    when the page is built and inserted this way, never typed. Gluing a
+    Markdown object (not a plain ``str``) keeps the quotes of ``repr`` off
+    the page. Without myst-nb (a chapter opened in plain Jupyter) nothing
+    can be glued, so the value is printed as ``name: text`` instead, and
+    the reader still sees what the prose refers to.
 
     Parameters
     ----------
@@ -71,9 +77,92 @@ def glue_text(name, text):
     Returns
     -------
     str
-        The text glued, for printing or checks.
+        The text glued, for printing or checks. End a visible cell with
+        ``;`` (or assign the result) so the page does not echo it.
     """
     from IPython.display import Markdown
-    from myst_nb import glue
-    glue(name, Markdown(str(text)), display=False)
+    try:
+        from myst_nb import glue
+    except ImportError:
+        print(f'{name}: {text}')
+    else:
+        glue(name, Markdown(str(text)), display=False)
     return str(text)
+
+
+def _docstring_lines(tree):
+    """1-based (first, last) lines of every docstring in ``tree``."""
+    spans = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                             ast.ClassDef)) and ast.get_docstring(node):
+            doc = node.body[0]
+            spans.append((doc.lineno, doc.end_lineno, len(node.body) == 1))
+    return spans
+
+
+def strip_docstrings(source):
+    """Return ``source`` without the docstrings of its functions/classes.
+
+    Comments and blank lines stay. A body that was only a docstring
+    becomes ``...`` so the result is still valid Python.
+
+    Parameters
+    ----------
+    source : str
+        Python source of one or more definitions.
+
+    Returns
+    -------
+    str
+        The source with every function, method and class docstring gone.
+
+    Examples
+    --------
+    >>> print(strip_docstrings('def f():\\n    "Doc."\\n    return 1'))
+    def f():
+        return 1
+    """
+    source = textwrap.dedent(source)
+    lines = source.splitlines()
+    for first, last, only in sorted(_docstring_lines(ast.parse(source)),
+                                    reverse=True):
+        indent = lines[first - 1][:len(lines[first - 1])
+                                  - len(lines[first - 1].lstrip())]
+        while last < len(lines) and not lines[last].strip():
+            last += 1  # the blank line a class docstring leaves
+        lines[first - 1:last] = [indent + '...'] if only else []
+    return '\n'.join(lines)
+
+
+def show_source(obj):
+    """Show the source of a library object without its docstrings.
+
+    Taught in every chapter: the page shows the code that ran, and the
+    docstring is left to the API reference, so the reader sees the body.
+    Works for functions, classes (their methods lose their docstrings
+    too) and methods, in the book and in plain Jupyter.
+
+    Parameters
+    ----------
+    obj : function, class or method
+        A ``d2lpar`` object, e.g. ``dp.split_batch``.
+
+    Returns
+    -------
+    IPython.display.Code
+        Highlighted Python source; a notebook cell ending with it shows it.
+
+    Raises
+    ------
+    TypeError
+        If ``obj`` has no Python source (a builtin, a number, a module
+        attribute that is not a definition).
+    """
+    try:
+        source = inspect.getsource(obj)
+    except (TypeError, OSError) as e:
+        raise TypeError(f'show_source: {obj!r} has no Python source '
+                        f'({e}); pass a function, class or method') from e
+    from IPython.display import Code
+    return Code(strip_docstrings(source), language='python')

@@ -1,6 +1,7 @@
 """Figures for the book. Each helper returns a Figure; the page shows it."""
 import matplotlib.pyplot as plt
 from matplotlib.patches import FancyArrowPatch, Rectangle
+from matplotlib.ticker import MaxNLocator
 
 from . import schedules
 from .costmodel import allreduce_time
@@ -122,6 +123,7 @@ def plot_accuracy(results, labels):
         ax_acc.plot(epochs, result.test_acc, 'o-', color=color,
                     label=label)
     ax_acc.set(xlabel='epoch', ylabel='test accuracy', ylim=(0, 1))
+    ax_acc.xaxis.set_major_locator(MaxNLocator(integer=True))  # no 1.25
     ax_acc.legend()
     ax_time.bar(labels, [r.sec_per_epoch for r in results],
                 color=DEVICE_COLORS[:len(results)])

@@ -33,7 +33,9 @@ def split_batch(X, y, devices):
     """Split ``X`` and ``y`` into one contiguous shard per device.
 
     Taught in the chapter "split_batch". Unlike d2l's version it accepts
-    a batch that does not divide evenly (256 examples on 3 devices).
+    a batch that does not divide evenly (256 examples on 3 devices); the
+    shard sizes are those of MXNet's ``split_and_load(...,
+    even_split=False)``.
 
     Parameters
     ----------
@@ -76,10 +78,12 @@ def split_batch(X, y, devices):
         raise ValueError(f'split_batch: {n} examples cannot be split over '
                          f'{k} devices (each needs at least one); use a '
                          f'larger batch or fewer devices')
-    # Deliberately not gluon.utils.split_and_load: with even_split=False
-    # it gives the whole remainder to the last device (11 examples over 4
-    # devices -> 2, 2, 2, 5), and it silently uses fewer devices when
-    # n < k. We want sizes that differ by at most one.
+    # Not gluon.utils.split_and_load: with even_split=False it gives the
+    # same sizes (divmod, the first n % k shards one extra example), but it
+    # splits one array at a time, and when n < k it silently gives some
+    # device an empty shard (whose mean loss is nan). Here X and y are
+    # split in one call, checked against each other, and n < k is refused
+    # with an error that says what to do.
     X_shards, y_shards, start = [], [], 0
     for device, size in zip(devices, shard_sizes(n, k)):
         X_shards.append(X[start:start + size].as_in_ctx(device))

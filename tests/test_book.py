@@ -1,4 +1,6 @@
 """d2lpar.book: full vs quick builds, glued text."""
+import pytest
+
 import d2lpar as dp
 
 
@@ -33,3 +35,49 @@ def test_glue_text_glues_markdown(monkeypatch):
     assert dp.glue_text('acc', f'{0.8512:.2f}') == '0.85'
     assert seen['name'] == 'acc' and seen['display'] is False
     assert isinstance(seen['obj'], Markdown) and seen['obj'].data == '0.85'
+
+
+def test_glue_text_prints_without_myst_nb(monkeypatch, capsys):
+    """In plain Jupyter (no myst-nb) glue_text does not fail: it prints
+    the value under its key and still returns the text."""
+    import sys
+    monkeypatch.setitem(sys.modules, 'myst_nb', None)  # import fails
+    assert dp.glue_text('acc', f'{0.8512:.2f}') == '0.85'
+    assert capsys.readouterr().out == 'acc: 0.85\n'
+
+
+def test_show_source_drops_the_docstring_keeps_the_body():
+    """show_source of a function shows its signature, comments and body
+    but not one line of its numpy docstring."""
+    import inspect
+
+    from IPython.display import Code
+    shown = dp.show_source(dp.split_batch)
+    assert isinstance(shown, Code)
+    assert shown.data.startswith('def split_batch(X, y, devices):')
+    assert 'Parameters' not in shown.data and '"""' not in shown.data
+    body = inspect.getsource(dp.split_batch).split('"""')[2]
+    assert shown.data.endswith(body.rstrip('\n'))
+
+
+def test_show_source_handles_classes_and_methods():
+    """A class loses its own and its methods' docstrings; a method is
+    shown dedented, so both are valid Python that compiles."""
+    cls = dp.show_source(dp.TrainResult).data
+    method = dp.show_source(dp.TrainResult.summary).data
+    assert '"""' not in cls and 'def summary(self):' in cls
+    assert method.startswith('def summary(self):')
+    compile(cls, 'cls', 'exec')
+    compile(method, 'method', 'exec')
+
+
+def test_strip_docstrings_keeps_a_docstring_only_body_valid():
+    """A function whose body was only a docstring becomes `...`."""
+    assert dp.book.strip_docstrings('def f():\n    "Doc."\n') == \
+        'def f():\n    ...'
+
+
+def test_show_source_rejects_objects_without_source():
+    """A value with no source raises a TypeError that names it."""
+    with pytest.raises(TypeError, match='show_source: 42'):
+        dp.show_source(42)

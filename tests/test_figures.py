@@ -37,3 +37,13 @@ def test_plot_accuracy_draws_each_run():
         [[0.1, 0.5], [0.1, 0.6]]
     assert [bar.get_height() for bar in ax_time.patches] == [2.0, 2.0]
     plt.close(fig)
+
+
+def test_plot_accuracy_ticks_whole_epochs():
+    """A short run's epoch axis has ticks only at whole epochs (no 1.25)."""
+    runs = [dp.TrainResult([0.1, 0.5, 0.7], [1.0] * 3, [], 256, 0.2)]
+    fig = dp.plot_accuracy(runs, ['1 device'])
+    fig.canvas.draw()
+    ticks = fig.axes[0].get_xticks()
+    assert len(ticks) >= 2 and all(t == int(t) for t in ticks), ticks
+    plt.close(fig)

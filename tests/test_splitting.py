@@ -38,6 +38,17 @@ def test_shard_sizes():
     assert dp.shard_sizes(256, 3) == [86, 85, 85]
 
 
+@pytest.mark.parametrize('k', [2, 3, 4])
+def test_shard_sizes_match_mxnet_split_and_load(k):
+    """The chapter says split_batch's shards have the sizes of MXNet's
+    split_and_load(even_split=False): checked for every n from k to 300."""
+    from mxnet import gluon
+    for n in range(k, 301):
+        theirs = gluon.utils.split_and_load(np.zeros((n, 1)), cpus(k),
+                                            even_split=False)
+        assert [s.shape[0] for s in theirs] == dp.shard_sizes(n, k), n
+
+
 def test_mismatched_lengths():
     """X and y of different lengths are refused, naming both lengths."""
     with pytest.raises(ValueError, match='X has 4 examples but y has 3'):
