@@ -22,8 +22,8 @@ os.environ.setdefault('MXNET_CPU_TEMP_COPY', CPU_TEMP_COPY)
 from . import bench, costmodel, dist, figures, schedules
 from .book import BookSettings, book_settings, glue_text
 from .buckets import bucketed_allreduce
-from .collectives import (allreduce, flat_view, ring_allreduce,
-                          run_schedule, sharded_allreduce)
+from .collectives import (allreduce, doubling_allreduce, flat_view,
+                          ring_allreduce, run_schedule, sharded_allreduce)
 from .concise import (gluon_lenet, set_lenet_params, train_batch_concise,
                       train_concise)
 from .data import load_fashion_mnist
@@ -43,7 +43,7 @@ __all__ = [
     'bench', 'costmodel', 'dist', 'figures', 'schedules',
     'BookSettings', 'DatasetError', 'LENET_SHAPES', 'TrainResult',
     'allreduce', 'book_settings', 'bucketed_allreduce',
-    'kvstore_allreduce', 'cross_entropy', 'devices',
+    'kvstore_allreduce', 'cross_entropy', 'devices', 'doubling_allreduce',
     'draw_parallelism_schemes', 'evaluate_accuracy', 'glue_text',
     'gluon_lenet', 'set_lenet_params', 'train_batch_concise', 'train_concise',
     'evaluate_accuracy_sharded', 'get_params', 'init_lenet_params',
