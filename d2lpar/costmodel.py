@@ -160,3 +160,47 @@ def memory_traffic(algorithm, k, nbytes):
         return 7 * (k - 1) * nbytes
     raise ValueError(f'memory_traffic: unknown algorithm {algorithm!r}; '
                      f"use 'copy', 'ideal', 'naive', 'sharded' or 'ring'")
+
+
+# Bytes per step a multi-process job sends over loopback, in units of N:
+# one parameter server takes every worker's push and sends every pull
+# (2kN); a ring all-reduce sends 2(k-1)N in all. The band around it: fixed
+# costs (start-up, rendezvous) vary a little from job to job and leak into
+# a difference of two runs (5% below), and each protocol adds its own
+# headers and control messages above.
+ENGINE_BYTES = {
+    'kvstore': (lambda k: 2 * k, 0.95, 1.125),
+    'horovod': (lambda k: 2 * (k - 1), 0.95, 1.15),
+}
+
+
+def engine_bytes(engine, workers, nbytes):
+    """Loopback bytes per step of a multi-process engine: model and band.
+
+    Taught in the chapter on several processes; the one home of the
+    counts its tests and page check measurements against.
+
+    Parameters
+    ----------
+    engine : {'kvstore', 'horovod'}
+    workers : int
+    nbytes : float
+        The gradients' bytes (N).
+
+    Returns
+    -------
+    model, low, high : float
+        The textbook count, and the band ``low <= measured < high`` a
+        measurement must fall in.
+
+    Raises
+    ------
+    ValueError
+        For an unknown engine.
+    """
+    if engine not in ENGINE_BYTES:
+        raise ValueError(f'engine_bytes: unknown engine {engine!r}; use '
+                         f'one of {sorted(ENGINE_BYTES)}')
+    count, below, above = ENGINE_BYTES[engine]
+    model = count(workers) * nbytes
+    return model, below * model, above * model

@@ -94,3 +94,17 @@ def test_memory_traffic_counts_the_implementation():
     gather_in = sum(schedules.traffic(schedule[half:], k, n)[1])
     assert 5 * reduce_in + 2 * gather_in == \
         memory_traffic('ring', k, 4 * n)
+
+
+def test_engine_bytes_textbook_counts_and_band():
+    """One parameter server: 2kN per step; a ring all-reduce: 2(k-1)N;
+    the band lies around the model, and unknown engines are refused."""
+    from d2lpar.costmodel import engine_bytes
+    assert engine_bytes('kvstore', 2, MB)[0] == 4 * MB
+    assert engine_bytes('horovod', 2, MB)[0] == 2 * MB
+    assert engine_bytes('horovod', 4, MB)[0] == 6 * MB
+    for engine in ('kvstore', 'horovod'):
+        model, low, high = engine_bytes(engine, 3, MB)
+        assert low < model < high
+    with pytest.raises(ValueError, match='unknown engine'):
+        engine_bytes('mpi', 2, MB)

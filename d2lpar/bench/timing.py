@@ -43,3 +43,29 @@ def median_seconds(fn, repeats, warmup):
         if i >= warmup:
             times.append(elapsed)
     return statistics.median(times)
+
+
+def interleaved(fns, rounds=3, repeats=5, warmup=1):
+    """Time several functions side by side, robust to a busy machine.
+
+    Each round times every function once (:func:`median_seconds`), one
+    after the other; the best round of each is kept. Another program
+    taking a core for a while then slows one round of one function, not
+    the comparison.
+
+    Parameters
+    ----------
+    fns : dict of str to callable
+    rounds, repeats, warmup : int, optional
+
+    Returns
+    -------
+    dict of str to float
+        Seconds per call of each function, under the same keys.
+    """
+    best = {}
+    for _ in range(rounds):
+        for key, fn in fns.items():
+            seconds = median_seconds(fn, repeats, warmup)
+            best[key] = min(seconds, best.get(key, seconds))
+    return best
