@@ -132,7 +132,7 @@ def free_buffers():
 def run_schedule(data, schedule):
     """Run an allreduce schedule on arrays living on different devices.
 
-    Taught in the chapter on communication. Each array is cut into
+    Taught in the chapter on allreduce algorithms. Each array is cut into
     ``len(data)`` contiguous chunks; every :class:`Transfer` copies one
     chunk (or the whole array) to another device, which adds it to its
     own or is overwritten by it. Additions go through receive buffers
@@ -179,7 +179,7 @@ def sharded_allreduce(data):
     """Sum arrays on different devices, spreading the work over all.
 
     Taught in the exercises of the first part, and in the chapter on
-    communication. Device ``j`` owns the ``j``-th of ``k`` contiguous
+    allreduce algorithms. Device ``j`` owns the ``j``-th of ``k`` contiguous
     chunks: it gathers that chunk from every other device and adds it up
     (reduce-scatter), then sends the summed chunk back to all of them
     (all-gather); see :func:`d2lpar.schedules.sharded_schedule`. Each
@@ -209,8 +209,8 @@ def sharded_allreduce(data):
 def ring_allreduce(data):
     """Sum arrays on different devices by passing chunks around a ring.
 
-    Taught in the chapter on communication. Device ``i`` only talks to
-    device ``(i+1) % k``: ``k-1`` reduce-scatter steps, then ``k-1``
+    Taught in the chapter on allreduce algorithms. Device ``i`` only
+    talks to device ``(i+1) % k``: ``k-1`` reduce-scatter steps, then ``k-1``
     all-gather steps (:func:`d2lpar.schedules.ring_schedule`). Every
     device sends and receives ``2 (k-1) N / k`` elements, whatever ``k``,
     and all links are busy at every step.

@@ -129,22 +129,23 @@ def plot_accuracy(results, labels):
     fig.tight_layout()
     return fig
 
+
 # One style per benchmark row and model curve, the same on every page.
 # Colours tell the families apart (baselines black, the chapter's naive
 # allreduce blue, spreading algorithms green, MXNet's kvstore red) and
 # markers the members, so lines that overlap stay readable.
 LINE_STYLES = {
-    'copy': dict(color='black', linestyle='--'),
-    'copy+add floor': dict(color='black', linestyle=':'),
-    'naive': dict(color='#4C72B0', marker='o'),
-    'naive (reused)': dict(color='#4C72B0', marker='o', linestyle=':',
-                           markerfacecolor='white'),
-    'sharded': dict(color='#55A868', marker='s', linestyle='--'),
-    'ring': dict(color='#55A868', marker='^'),
-    'doubling': dict(color='#8172B2', marker='D'),
-    'kvstore device': dict(color='#C44E52', marker='d', linestyle='--'),
-    'kvstore local': dict(color='#C44E52', marker='v', linestyle=':'),
-    'cpu': dict(color='#DD8452', marker='x', linestyle=':'),
+    'copy': {'color': 'black', 'linestyle': '--'},
+    'copy+add floor': {'color': 'black', 'linestyle': ':'},
+    'naive': {'color': '#4C72B0', 'marker': 'o'},
+    'naive (reused)': {'color': '#4C72B0', 'marker': 'o',
+                       'linestyle': ':', 'markerfacecolor': 'white'},
+    'sharded': {'color': '#55A868', 'marker': 's', 'linestyle': '--'},
+    'ring': {'color': '#55A868', 'marker': '^'},
+    'doubling': {'color': '#8172B2', 'marker': 'D'},
+    'kvstore device': {'color': '#C44E52', 'marker': 'd', 'linestyle': '--'},
+    'kvstore local': {'color': '#C44E52', 'marker': 'v', 'linestyle': ':'},
+    'cpu': {'color': '#DD8452', 'marker': 'x', 'linestyle': ':'},
 }
 
 

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from d2lpar.bench import allreduce as ab
 from d2lpar import figures
+from d2lpar.bench import allreduce as ab
 
 
 @pytest.fixture(scope='module')
@@ -22,9 +22,9 @@ def test_every_algorithm_and_both_baselines_measured(rows):
     for r in rows:
         assert r['gb_per_s'] == pytest.approx(r['bytes'] / r['seconds']
                                               / 1e9)
-        limit = next(x for x in rows if x['bytes'] == r['bytes']
+        copy = next(x for x in rows if x['bytes'] == r['bytes']
                      and x['algorithm'] == 'copy')
-        assert r['vs_copy'] == pytest.approx(limit['seconds']
+        assert r['vs_copy'] == pytest.approx(copy['seconds']
                                              / r['seconds'])
 
 
@@ -57,6 +57,7 @@ def test_floor_does_the_work_of_an_allreduce(monkeypatch):
     """Each of k devices receives 2(k-1) chunks of 1/k of the array and
     adds k-1 of them: the least an allreduce of copies and adds needs."""
     import collections
+
     import mxnet as mx
     from mxnet import np
     received, added = collections.Counter(), collections.Counter()
@@ -83,14 +84,15 @@ def test_lenet_sync_calls_once_per_parameter_or_once(monkeypatch):
     """Per parameter, one run of time_lenet_sync reduces LeNet's 8 arrays
     one by one; bucketed, it reduces one array of all 8 arrays' values."""
     import mxnet as mx
+
     import d2lpar as dp
     monkeypatch.setattr(ab, 'median_seconds',
                         lambda fn, repeats, warmup: fn() or 1.0)
     sizes = [p.size for p in dp.init_lenet_params()]
     for bucket, want in ((False, sizes), (True, [sum(sizes)])):
         calls = []
-        ab.time_lenet_sync(lambda data: calls.append(data[0].size),
-                           [mx.cpu(0), mx.cpu(1)], bucket)
+        ab.time_lenet_sync(lambda data, calls=calls: calls.append(
+            data[0].size), [mx.cpu(0), mx.cpu(1)], bucket)
         assert calls == want
 
 

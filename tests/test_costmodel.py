@@ -22,12 +22,12 @@ def test_ring_bandwidth_term_grows_towards_2n_over_b():
     """Without latency, ring time 2(k-1)N/(kB) grows strictly with k
     towards 2N/B, and for 8 GPUs over 3 NVLinks of 18 GB/s it is 7/8 of
     d2l's 2N/B estimate."""
-    limit = 2 * 160 * MB / (54 * GB)
+    two_n = 2 * 160 * MB / (54 * GB)
     times = [allreduce_time('ring', k, 160 * MB, 54 * GB)
              for k in (2, 3, 8, 64, 1024)]
-    assert all(a < b < limit for a, b in zip(times, times[1:]))
-    assert times[-1] == pytest.approx(limit * 1023 / 1024)
-    assert times[2] == pytest.approx(7 / 8 * limit)
+    assert all(a < b < two_n for a, b in zip(times, times[1:]))
+    assert times[-1] == pytest.approx(two_n * 1023 / 1024)
+    assert times[2] == pytest.approx(7 / 8 * two_n)
 
 
 @pytest.mark.parametrize('k', [3, 4, 5, 8, 16])

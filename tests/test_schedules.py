@@ -4,9 +4,7 @@ import numpy as onp
 import pytest
 from mxnet import np
 
-import d2lpar as dp
 from d2lpar import schedules
-
 from d2lpar.bench.allreduce import ALGORITHMS
 from d2lpar.costmodel import busiest_bytes
 from d2lpar.schedules import SCHEDULES
