@@ -74,8 +74,8 @@ from .checks import check_allreduce
 from .book import (BookSettings, book_settings, glue_text,
                    show_source)
 from .buckets import bucketed_allreduce
-from .collectives import (allreduce, flat_view, ring_allreduce,
-                          run_schedule, sharded_allreduce)
+from .collectives import (allreduce, doubling_allreduce, flat_view,
+                          ring_allreduce, run_schedule, sharded_allreduce)
 from .concise import (gluon_lenet, set_lenet_params, train_batch_concise,
                       train_concise)
 from .data import load_fashion_mnist
@@ -96,7 +96,7 @@ __all__ = [
     'schedules', 'check_allreduce',
     'BookSettings', 'DatasetError', 'LENET_SHAPES', 'TrainResult',
     'allreduce', 'book_settings', 'bucketed_allreduce',
-    'kvstore_allreduce', 'cross_entropy', 'devices',
+    'kvstore_allreduce', 'cross_entropy', 'devices', 'doubling_allreduce',
     'draw_parallelism_schemes', 'evaluate_accuracy', 'glue_text',
     'gluon_lenet', 'set_lenet_params', 'show_source', 'train_batch_concise',
     'train_concise',

@@ -7,7 +7,7 @@ from .collectives import allreduce, flat_view
 def bucketed_allreduce(arrays_per_device, algorithm=allreduce):
     """Allreduce many arrays per device as one contiguous buffer.
 
-    Taught in the chapter on communication. Each device copies all its
+    Taught in the chapter on gradient buckets. Each device copies all its
     arrays into one flat buffer; ``algorithm`` reduces the ``k`` buffers
     in a single call; the sums are copied back. One large transfer costs
     less than many small ones: each has a fixed latency, and each is a

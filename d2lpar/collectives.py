@@ -1,9 +1,10 @@
 """Summing gradients across devices (allreduce)."""
 import mxnet as mx
+import numpy as onp
 from mxnet import np
 
-from .schedules import ring_schedule, sharded_schedule
-from .splitting import shard_sizes
+from .schedules import doubling_schedule, ring_schedule, sharded_schedule
+from .splitting import shard_ranges
 
 
 def check_allreduce_input(data, where):
@@ -117,29 +118,46 @@ def flat_view(a):
     return a.as_nd_ndarray().reshape((-1,)).as_np_ndarray()
 
 
-# Receive buffers reused across calls, keyed by (device, dtype, size,
-# slot). Filling freshly allocated memory costs about 6x a plain copy on
-# the CPU (every page is touched for the first time), which would dominate
-# any allreduce of large arrays.
+# Receive buffers reused across calls. Filling freshly allocated memory
+# costs about 6x a plain copy on the CPU (every page is touched for the
+# first time), which would dominate any allreduce of large arrays. One
+# buffer per (device, dtype, slot), grown to the largest chunk it has
+# held and sliced for smaller ones: the cache holds at most one buffer
+# per receive slot, however many sizes pass through it.
 _BUFFERS = {}
 
 
 def _buffer(ctx, dtype, size, slot):
-    key = (ctx, str(dtype), size, slot)
-    if key not in _BUFFERS:
+    key = (ctx, str(dtype), slot)
+    if key not in _BUFFERS or _BUFFERS[key].size < size:
         _BUFFERS[key] = mx.nd.zeros(size, ctx=ctx, dtype=dtype)
-    return _BUFFERS[key]
+    return _BUFFERS[key][:size]
+
+
+def free_buffers():
+    """Drop the receive buffers :func:`run_schedule` keeps between calls.
+
+    Returns
+    -------
+    int
+        Bytes freed.
+    """
+    freed = sum(b.size * onp.dtype(b.dtype).itemsize
+                for b in _BUFFERS.values())
+    _BUFFERS.clear()
+    return freed
 
 
 def run_schedule(data, schedule):
     """Run an allreduce schedule on arrays living on different devices.
 
-    Taught in the chapter on communication. Each array is cut into
+    Taught in the chapter on allreduce algorithms. Each array is cut into
     ``len(data)`` contiguous chunks; every :class:`Transfer` copies one
     chunk (or the whole array) to another device, which adds it to its
-    own (through a reusable receive buffer) or is overwritten by it
-    (copied straight in). A schedule must not let one transfer write a
-    chunk that another transfer of the same step reads.
+    own or is overwritten by it. Additions go through receive buffers
+    that are all filled before any is added, so two devices may swap
+    and add in one step; an overwrite is copied straight in, so it must
+    not write a chunk that another transfer of the same step reads.
 
     Parameters
     ----------
@@ -156,10 +174,8 @@ def run_schedule(data, schedule):
     check_allreduce_input(data, 'run_schedule')
     # Legacy NDArray views share memory and accept copyto into a slice.
     flats = [a.as_nd_ndarray().reshape((-1,)) for a in data]
-    starts = [0]
-    for size in shard_sizes(flats[0].size, len(data)):
-        starts.append(starts[-1] + size)
-    bounds = [slice(a, b) for a, b in zip(starts, starts[1:])]
+    bounds = [slice(a, b)
+              for a, b in shard_ranges(flats[0].size, len(data))]
     whole = slice(0, flats[0].size)
     for step in schedule:
         received = []
@@ -182,7 +198,7 @@ def sharded_allreduce(data):
     """Sum arrays on different devices, spreading the work over all.
 
     Taught in the exercises of the first part, and in the chapter on
-    communication. Device ``j`` owns the ``j``-th of ``k`` contiguous
+    allreduce algorithms. Device ``j`` owns the ``j``-th of ``k`` contiguous
     chunks: it gathers that chunk from every other device and adds it up
     (reduce-scatter), then sends the summed chunk back to all of them
     (all-gather); see :func:`d2lpar.schedules.sharded_schedule`. Each
@@ -212,8 +228,8 @@ def sharded_allreduce(data):
 def ring_allreduce(data):
     """Sum arrays on different devices by passing chunks around a ring.
 
-    Taught in the chapter on communication. Device ``i`` only talks to
-    device ``(i+1) % k``: ``k-1`` reduce-scatter steps, then ``k-1``
+    Taught in the chapter on allreduce algorithms. Device ``i`` only
+    talks to device ``(i+1) % k``: ``k-1`` reduce-scatter steps, then ``k-1``
     all-gather steps (:func:`d2lpar.schedules.ring_schedule`). Every
     device sends and receives ``2 (k-1) N / k`` elements, whatever ``k``,
     and all links are busy at every step.
@@ -235,3 +251,32 @@ def ring_allreduce(data):
     """
     check_allreduce_input(data, 'ring_allreduce')
     run_schedule(data, ring_schedule(len(data)))
+
+
+def doubling_allreduce(data):
+    """Sum arrays on different devices by recursive doubling.
+
+    Taught in the chapter on allreduce algorithms. In each step pairs of
+    devices swap their whole arrays and add
+    (:func:`d2lpar.schedules.doubling_schedule`): about ``log2 k``
+    messages per device instead of the ring's ``2 (k-1)``, at the price
+    of sending the whole array each time. The algorithm for small
+    arrays, where the number of messages, not the bytes, sets the time.
+
+    Parameters
+    ----------
+    data : list of mxnet.numpy.ndarray
+        Same shape and dtype, typically one per device.
+
+    Returns
+    -------
+    None
+        Every ``data[i]`` now holds the elementwise sum of all inputs.
+
+    Raises
+    ------
+    TypeError, ValueError
+        See :func:`check_allreduce_input`.
+    """
+    check_allreduce_input(data, 'doubling_allreduce')
+    run_schedule(data, doubling_schedule(len(data)))

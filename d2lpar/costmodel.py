@@ -6,31 +6,48 @@ fixed latency ``alpha`` (seconds) plus the bytes over the bandwidth ``B``
 at the same time.
 """
 
-# Transfers per phase and the share of the array each one carries:
-# (messages on the busiest link per phase, fraction of N per message).
-_SHAPES = {
-    'naive': lambda k: (k - 1, 1.0),        # root receives k-1 arrays
-    'sharded': lambda k: (k - 1, 1.0 / k),  # each device k-1 chunks
-    'ring': lambda k: (k - 1, 1.0 / k),     # k-1 steps, one chunk each
-    'cpu': lambda k: (k, 1.0),              # all k devices into one host
+
+def _doubling_messages(k):
+    # log2 k swaps, plus a fold and an unfold when k is no power of two
+    m = k.bit_length() - 1
+    return m if k == 1 << m else m + 2
+
+
+# How each algorithm uses the busiest device's link, as a function of k:
+# (messages it carries one after the other, c), each message N / c bytes.
+MESSAGE_PATTERNS = {
+    'naive': lambda k: (2 * (k - 1), 1),     # root: k-1 in, k-1 out
+    'cpu': lambda k: (2 * k, 1),             # host: k in, k out
+    'sharded': lambda k: (2 * (k - 1), k),   # k-1 chunks per phase
+    'ring': lambda k: (2 * (k - 1), k),      # k-1 steps per phase
+    'doubling': lambda k: (_doubling_messages(k), 1),  # whole arrays
 }
+
+
+def _pattern(algorithm, k, where):
+    if algorithm not in MESSAGE_PATTERNS:
+        raise ValueError(f'{where}: unknown algorithm {algorithm!r}; use '
+                         f'one of {sorted(MESSAGE_PATTERNS)}')
+    return MESSAGE_PATTERNS[algorithm](k) if k > 1 else (0, 1)
 
 
 def allreduce_time(algorithm, k, nbytes, bandwidth, latency=0.0):
     """Predicted seconds of one allreduce of ``nbytes`` on ``k`` devices.
 
-    Taught in the chapter on communication. Both phases (reduce and
-    broadcast, or reduce-scatter and all-gather) cost the same, and the
-    busiest link sets the pace:
+    Taught in the chapter on allreduce algorithms. The busiest link sets
+    the pace; it carries its messages one after the other, each costing
+    ``alpha + m / B``:
 
     - naive (reduce onto device 0): ``2 (k-1) (alpha + N/B)``
     - cpu (a parameter server on the host, one shared link):
       ``2 k (alpha + N/B)``
     - sharded and ring: ``2 (k-1) (alpha + N/(k B))``
+    - doubling: ``log2(k) (alpha + N/B)`` when ``k`` is a power of two,
+      two messages more otherwise (sends and receives overlap).
 
     Parameters
     ----------
-    algorithm : {'naive', 'cpu', 'sharded', 'ring'}
+    algorithm : {'naive', 'cpu', 'sharded', 'ring', 'doubling'}
     k : int
         Devices.
     nbytes : float
@@ -50,26 +67,63 @@ def allreduce_time(algorithm, k, nbytes, bandwidth, latency=0.0):
     ValueError
         For an unknown algorithm.
     """
-    if algorithm not in _SHAPES:
-        raise ValueError(f'allreduce_time: unknown algorithm {algorithm!r}; '
-                         f'use one of {sorted(_SHAPES)}')
-    if k == 1:
-        return 0.0
-    messages, share = _SHAPES[algorithm](k)
-    return 2 * messages * (latency + share * nbytes / bandwidth)
+    messages, cut = _pattern(algorithm, k, 'allreduce_time')
+    return messages * (latency + nbytes / cut / bandwidth)
+
+
+def busiest_bytes(algorithm, k, nbytes):
+    """Bytes the busiest device receives (and as many it sends).
+
+    Taught in the chapter on allreduce algorithms; the one statement of
+    the textbook counts, which :func:`d2lpar.schedules.traffic` must
+    reproduce from the schedules (exactly when ``k`` divides the array):
+
+    - naive: ``(k-1) N``, all on device 0;
+    - sharded and ring: ``2 (k-1) N / k`` on every device;
+    - doubling: ``log2(k) N``, or ``(log2(k) + 1) N`` when ``k`` is no
+      power of two (the devices that fold in the others).
+
+    Parameters
+    ----------
+    algorithm : {'naive', 'sharded', 'ring', 'doubling'}
+    k : int
+        Devices.
+    nbytes : float
+        Bytes per device's array (N).
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        For an unknown algorithm (or ``'cpu'``, which is no schedule).
+    """
+    if algorithm == 'cpu':
+        raise ValueError("busiest_bytes: 'cpu' has no schedule here; use "
+                         "'naive', 'sharded', 'ring' or 'doubling'")
+    messages, cut = _pattern(algorithm, k, 'busiest_bytes')
+    if algorithm == 'naive':
+        return messages / 2 * nbytes  # receives, then sends: no overlap
+    if algorithm == 'doubling':
+        swaps = k.bit_length() - 1  # a fold and an unfold add one each way
+        return (swaps + (k != 1 << swaps)) * nbytes
+    return messages * nbytes / cut  # every step sends and receives
 
 
 def memory_traffic(algorithm, k, nbytes):
     """Bytes read plus written in memory by one allreduce on CPU contexts.
 
-    Taught in the chapter on communication. CPU contexts share one
+    Taught in the chapter on measuring allreduces. CPU contexts share one
     memory, so a "transfer" is a copy (read N, write N) and an addition
     reads two arrays and writes one. Large allreduces are then bound by
     memory bandwidth, and at the bandwidth one copy reaches their best
-    possible speed relative to a plain copy of N bytes (2N of traffic) is
-    ``2N / memory_traffic``. Several cores share one memory bus, so they
-    raise this only a little; the benchmark's ``'copy+add floor'``
-    measures the real bound (:func:`d2lpar.bench.allreduce.time_floor`):
+    possible speed relative to a plain copy of N bytes (2N of traffic),
+    their *ceiling*, is ``2N / memory_traffic``. Several cores share one
+    memory bus, so they raise this only a little; the benchmark's
+    ``'copy+add floor'`` measures the real bound
+    (:func:`d2lpar.bench.allreduce.time_floor`):
 
     - ``'copy'``: ``2N``, the reference.
     - ``'ideal'``: ``2kN``, read every input once and write every output
@@ -106,3 +160,47 @@ def memory_traffic(algorithm, k, nbytes):
         return 7 * (k - 1) * nbytes
     raise ValueError(f'memory_traffic: unknown algorithm {algorithm!r}; '
                      f"use 'copy', 'ideal', 'naive', 'sharded' or 'ring'")
+
+
+# Bytes per step a multi-process job sends over loopback, in units of N:
+# one parameter server takes every worker's push and sends every pull
+# (2kN); a ring all-reduce sends 2(k-1)N in all. The band around it: fixed
+# costs (start-up, rendezvous) vary a little from job to job and leak into
+# a difference of two runs (5% below), and each protocol adds its own
+# headers and control messages above.
+ENGINE_BYTES = {
+    'kvstore': (lambda k: 2 * k, 0.95, 1.125),
+    'horovod': (lambda k: 2 * (k - 1), 0.95, 1.15),
+}
+
+
+def engine_bytes(engine, workers, nbytes):
+    """Loopback bytes per step of a multi-process engine: model and band.
+
+    Taught in the chapter on several processes; the one home of the
+    counts its tests and page check measurements against.
+
+    Parameters
+    ----------
+    engine : {'kvstore', 'horovod'}
+    workers : int
+    nbytes : float
+        The gradients' bytes (N).
+
+    Returns
+    -------
+    model, low, high : float
+        The textbook count, and the band ``low <= measured < high`` a
+        measurement must fall in.
+
+    Raises
+    ------
+    ValueError
+        For an unknown engine.
+    """
+    if engine not in ENGINE_BYTES:
+        raise ValueError(f'engine_bytes: unknown engine {engine!r}; use '
+                         f'one of {sorted(ENGINE_BYTES)}')
+    count, below, above = ENGINE_BYTES[engine]
+    model = count(workers) * nbytes
+    return model, below * model, above * model

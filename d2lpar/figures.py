@@ -131,20 +131,34 @@ def plot_accuracy(results, labels):
     fig.tight_layout()
     return fig
 
-LINE_STYLES = {'copy (limit)': 'k--', 'copy+add floor': 'k:',
-               'naive': 'o-', 'naive (reused)': 'o:', 'sharded': 's-',
-               'ring': '^-', 'kvstore device': 'd--', 'kvstore local': 'v--',
-               'cpu': 'x:'}
+
+# One style per benchmark row and model curve, the same on every page.
+# Colours tell the families apart (baselines black, the chapter's naive
+# allreduce blue, spreading algorithms green, MXNet's kvstore red) and
+# markers the members, so lines that overlap stay readable.
+LINE_STYLES = {
+    'copy': {'color': 'black', 'linestyle': '--'},
+    'copy+add floor': {'color': 'black', 'linestyle': ':'},
+    'naive': {'color': '#4C72B0', 'marker': 'o'},
+    'naive (reused)': {'color': '#4C72B0', 'marker': 'o',
+                       'linestyle': ':', 'markerfacecolor': 'white'},
+    'sharded': {'color': '#55A868', 'marker': 's', 'linestyle': '--'},
+    'ring': {'color': '#55A868', 'marker': '^'},
+    'doubling': {'color': '#8172B2', 'marker': 'D'},
+    'kvstore device': {'color': '#C44E52', 'marker': 'd', 'linestyle': '--'},
+    'kvstore local': {'color': '#C44E52', 'marker': 'v', 'linestyle': ':'},
+    'cpu': {'color': '#DD8452', 'marker': 'x', 'linestyle': ':'},
+}
 
 
 def draw_ring_trace(k=4):
     """Draw which chunk each device holds after each ring step.
 
-    Taught in the chapter on communication. One panel per step: rows are
-    devices, columns chunks, and the number is how many devices'
-    contributions that chunk holds (``k`` means fully summed). The
-    panels replay :func:`d2lpar.schedules.ring_schedule`, the schedule
-    :func:`d2lpar.ring_allreduce` runs.
+    Taught in the chapter on allreduce algorithms. One panel per step:
+    rows are devices, columns chunks, and the number is how many
+    devices' contributions that chunk holds (``k`` means fully summed).
+    The panels replay :func:`d2lpar.schedules.ring_schedule`, the
+    schedule :func:`d2lpar.ring_allreduce` runs.
 
     Parameters
     ----------
@@ -178,12 +192,18 @@ def draw_ring_trace(k=4):
 
 
 def plot_traffic(nbytes, ks=(2, 4, 8, 16)):
-    """Bytes the busiest device sends plus receives, per algorithm.
+    """Bytes the busiest device receives, per algorithm, against k.
+
+    Taught in the chapter on allreduce algorithms. Counted by
+    :func:`d2lpar.schedules.traffic` from the schedules of
+    :data:`d2lpar.schedules.SCHEDULES`; in every one of them the busiest
+    device sends as many bytes as it receives, so one direction is
+    drawn.
 
     Parameters
     ----------
     nbytes : int
-        Bytes per device's array.
+        Bytes per device's array (N).
     ks : sequence of int, optional
         Device counts.
 
@@ -192,17 +212,11 @@ def plot_traffic(nbytes, ks=(2, 4, 8, 16)):
     matplotlib.figure.Figure
     """
     fig, ax = plt.subplots(figsize=(5, 3))
-    makers = {'naive': schedules.naive_schedule,
-              'sharded': schedules.sharded_schedule,
-              'ring': schedules.ring_schedule}
-    for name, make in makers.items():
-        busiest = []
-        for k in ks:
-            sent, received = schedules.traffic(make(k), k, nbytes // 4)
-            busiest.append(max(s + r for s, r in zip(sent, received))
-                           / nbytes)
-        ax.plot(ks, busiest, LINE_STYLES[name], label=name)
-    ax.set(xlabel='devices k', ylabel='busiest device moves (x N)',
+    for name, make in schedules.SCHEDULES.items():
+        busiest = [max(schedules.traffic(make(k), k, nbytes // 4)[1])
+                   / nbytes for k in ks]
+        ax.plot(ks, busiest, label=name, **LINE_STYLES[name])
+    ax.set(xlabel='devices k', ylabel='busiest device receives (x N)',
            xscale='log', xticks=ks, xticklabels=[str(k) for k in ks])
     ax.minorticks_off()
     ax.legend()
@@ -210,33 +224,44 @@ def plot_traffic(nbytes, ks=(2, 4, 8, 16)):
     return fig
 
 
-def plot_cost_model(nbytes, bandwidth, latency, ks=range(2, 17)):
+def plot_cost_model(nbytes, bandwidth, latency, ks=range(2, 17),
+                    algorithms=('cpu', 'naive', 'ring', 'doubling')):
     """Predicted allreduce time versus number of devices.
+
+    Taught in the chapter on allreduce algorithms. The sharded algorithm
+    is left out by default: the model gives it the ring's time exactly,
+    and its line would hide the ring's.
 
     Parameters
     ----------
     nbytes, bandwidth, latency : float
         See :func:`d2lpar.costmodel.allreduce_time`.
     ks : sequence of int, optional
+    algorithms : sequence of str, optional
 
     Returns
     -------
     matplotlib.figure.Figure
     """
     fig, ax = plt.subplots(figsize=(5, 3))
-    for name in ('cpu', 'naive', 'sharded', 'ring'):
+    for name in algorithms:
         times = [1e3 * allreduce_time(name, k, nbytes, bandwidth, latency)
                  for k in ks]
-        ax.plot(list(ks), times, LINE_STYLES[name], label=name,
-                markersize=4)
-    ax.set(xlabel='devices k', ylabel='predicted ms', yscale='log')
-    ax.legend()
+        ax.plot(list(ks), times, label=name, markersize=4,
+                **LINE_STYLES[name])
+    ax.set(xlabel='devices k', ylabel='predicted ms', yscale='log',
+           title=f'{nbytes / 1e6:.3g} MB per device, '
+                 f'{1e6 * latency:.3g} us per message',)
+    ax.title.set_fontsize(9)
+    ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
 
 
 def plot_bandwidth(rows):
-    """Measured bandwidth per algorithm against the copy limit.
+    """Measured bandwidth per algorithm beside the copy and the floor.
+
+    Taught in the chapter on measuring allreduces.
 
     Parameters
     ----------
@@ -246,26 +271,26 @@ def plot_bandwidth(rows):
     Returns
     -------
     matplotlib.figure.Figure
-        One panel per device count; the dashed black line is a plain
-        copy of the same bytes, the dotted one the copies and additions
-        any allreduce needs (the floor).
+        One panel per device count, each with its own legend; the dashed
+        black line is a plain copy of the same bytes, the dotted one the
+        copies and additions any allreduce needs (the floor).
     """
     ks = sorted({r['devices'] for r in rows})
-    fig, axes = plt.subplots(1, len(ks), figsize=(5 * len(ks), 3.3),
+    names = list(dict.fromkeys(r['algorithm'] for r in rows))
+    fig, axes = plt.subplots(1, len(ks), figsize=(5.5 * len(ks), 4),
                              squeeze=False, sharey=True)
     for ax, k in zip(axes[0], ks):
-        names = dict.fromkeys(r['algorithm'] for r in rows)
         for name in names:
             mine = [r for r in rows if r['devices'] == k
                     and r['algorithm'] == name]
-            style = LINE_STYLES[name]
             ax.plot([r['bytes'] / 2**20 for r in mine],
-                    [r['gb_per_s'] for r in mine], style, label=name,
-                    markersize=4)
+                    [r['gb_per_s'] for r in mine], label=name,
+                    markersize=5, alpha=0.85, **LINE_STYLES[name])
         ax.set(xscale='log', yscale='log', xlabel='MB per device',
                title=f'{k} devices')
+        ax.grid(True, which='major', alpha=0.3)
+        ax.legend(fontsize=7, ncol=2, loc='lower right')
     axes[0][0].set_ylabel('GB/s (array bytes / time)')
-    axes[0][-1].legend(fontsize=7)
     fig.tight_layout()
     return fig
 

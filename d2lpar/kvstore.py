@@ -6,16 +6,21 @@ from .collectives import check_allreduce_input
 
 # One store per kind, reused across calls: creating a kvstore and
 # initialising its keys costs far more than a small allreduce, and a
-# training loop keeps one store for its whole run too.
+# training loop keeps one store for its whole run too. A key holds merge
+# buffers for its shape and MXNet cannot drop one key, so a store that
+# reaches MAX_KEYS keys is replaced by a fresh one, which frees them all.
+MAX_KEYS = 64
 _STORES = {}
 
 
 def _store(kind, shape, dtype, devices):
-    kv, keys = _STORES.setdefault(kind, (mx.kv.create(kind), set()))
     # A key's merge buffers are laid out for the devices of its first
     # pushpull; reusing it with other devices crashes MXNet (seen: a
     # segfault going from 2 to 3 devices), so the devices are in the key.
     key = f'{shape}-{dtype}-{devices}'
+    kv, keys = _STORES.get(kind, (None, set()))
+    if kv is None or (key not in keys and len(keys) >= MAX_KEYS):
+        kv, keys = _STORES[kind] = (mx.kv.create(kind), set())
     if key not in keys:
         kv.init(key, np.zeros(shape, dtype=dtype))
         keys.add(key)
@@ -25,7 +30,7 @@ def _store(kind, shape, dtype, devices):
 def kvstore_allreduce(data, kind='device'):
     """Sum arrays on different devices with MXNet's kvstore, in place.
 
-    Taught in the chapter on communication, as the baseline the
+    Taught in the chapter on measuring allreduces, as the baseline the
     hand-written algorithms are measured against. ``'device'`` sums on
     the devices themselves (on GPUs, over their links); ``'local'`` sums
     on the CPU.

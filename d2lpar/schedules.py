@@ -82,6 +82,43 @@ def ring_schedule(k):
     return reduce_scatter + all_gather
 
 
+def doubling_schedule(k):
+    """Recursive doubling: every device ends with the sum in few messages.
+
+    With ``p = 2**m`` the largest power of two not above ``k``, step
+    ``s`` pairs device ``i < p`` with device ``i XOR 2**s``: the two
+    swap their whole arrays and both add, so after ``m`` steps each of
+    the ``p`` devices holds the sum of all ``p``. The ``r = k - p``
+    devices beyond ``p`` first add their array into device ``i - p``
+    and receive the finished sum from it at the end. That is ``m``
+    messages per device when ``k`` is a power of two and ``m + 2``
+    otherwise, against the ring's ``2 (k-1)``; each message carries the
+    whole array instead of a ``1/k`` chunk.
+
+    Parameters
+    ----------
+    k : int
+        Number of devices.
+
+    Returns
+    -------
+    list of list of Transfer
+    """
+    m = k.bit_length() - 1
+    p = 1 << m
+    fold = [[Transfer(p + i, i, None, True) for i in range(k - p)]]
+    swaps = [[Transfer(i, i ^ (1 << s), None, True) for i in range(p)]
+             for s in range(m)]
+    unfold = [[Transfer(i, p + i, None, False) for i in range(k - p)]]
+    return fold + swaps + unfold if k > p else swaps
+
+
+# The hand-written algorithms by name: the chapters, the benchmark, the
+# figures and the tests all take them from here.
+SCHEDULES = {'naive': naive_schedule, 'sharded': sharded_schedule,
+             'ring': ring_schedule, 'doubling': doubling_schedule}
+
+
 def traffic(schedule, k, n, itemsize=4):
     """Bytes each device sends and receives when running ``schedule``.
 

@@ -90,3 +90,28 @@ def split_batch(X, y, devices):
         y_shards.append(y[start:start + size].as_in_ctx(device))
         start += size
     return X_shards, y_shards
+
+
+def shard_ranges(n, k):
+    """``(start, stop)`` of each of the ``k`` shards of :func:`shard_sizes`.
+
+    Parameters
+    ----------
+    n, k : int
+        Number of elements and of shards.
+
+    Returns
+    -------
+    list of tuple of int
+        Contiguous, in order, covering ``0 .. n``.
+
+    Examples
+    --------
+    >>> shard_ranges(10, 3)
+    [(0, 4), (4, 7), (7, 10)]
+    """
+    ranges, start = [], 0
+    for size in shard_sizes(n, k):
+        ranges.append((start, start + size))
+        start += size
+    return ranges

@@ -1,11 +1,11 @@
-"""d2lpar.bench_allreduce: rows are complete and consistent."""
+"""d2lpar.bench.allreduce: rows are complete and consistent."""
 import csv
 import json
 
 import pytest
 
+from d2lpar import figures
 from d2lpar.bench import allreduce as ab
-from d2lpar import figures, ring_allreduce
 
 
 @pytest.fixture(scope='module')
@@ -13,19 +13,18 @@ def rows():
     return ab.run((2,), (4096, 65536), repeats=2, progress=None)
 
 
-def test_every_algorithm_and_the_limit_measured(rows):
-    """One row per (k, size, algorithm), both limits included, with
+def test_every_algorithm_and_both_baselines_measured(rows):
+    """One row per (k, size, algorithm), both baselines included, with
     bandwidth = bytes / seconds and the ratio to the copy's time."""
-    names = list(ab.LIMITS) + list(ab.ALGORITHMS)
+    names = list(ab.BASELINES) + list(ab.ALGORITHMS)
     assert [(r['bytes'], r['algorithm']) for r in rows] == \
         [(b, n) for b in (4096, 65536) for n in names]
     for r in rows:
-        assert r['seconds'] > 0
         assert r['gb_per_s'] == pytest.approx(r['bytes'] / r['seconds']
                                               / 1e9)
-        limit = next(x for x in rows if x['bytes'] == r['bytes']
-                     and x['algorithm'] == 'copy (limit)')
-        assert r['vs_copy'] == pytest.approx(limit['seconds']
+        copy = next(x for x in rows if x['bytes'] == r['bytes']
+                     and x['algorithm'] == 'copy')
+        assert r['vs_copy'] == pytest.approx(copy['seconds']
                                              / r['seconds'])
 
 
@@ -38,17 +37,27 @@ def test_save_json_and_csv(rows, tmp_path):
     assert [r['algorithm'] for r in back] == [r['algorithm'] for r in rows]
 
 
-def test_plot_bandwidth_one_line_per_algorithm(rows):
-    """The bandwidth figure has both limits and every algorithm."""
+def test_plot_bandwidth_one_line_per_algorithm_and_a_legend_per_panel():
+    """Every panel of the bandwidth figure has both baselines and every
+    algorithm, each in its own style, and a legend naming them all."""
+    rows = [dict(devices=k, bytes=b, algorithm=name, gb_per_s=1.0)
+            for k in (2, 4) for b in (4096, 65536)
+            for name in list(ab.BASELINES) + list(ab.ALGORITHMS)]
     fig = figures.plot_bandwidth(rows)
-    labels = [line.get_label() for line in fig.axes[0].lines]
-    assert labels == list(ab.LIMITS) + list(ab.ALGORITHMS)
+    names = list(ab.BASELINES) + list(ab.ALGORITHMS)
+    for ax in fig.axes:
+        assert [line.get_label() for line in ax.lines] == names
+        assert [t.get_text() for t in ax.get_legend().get_texts()] == names
+        styles = {(line.get_color(), line.get_linestyle(),
+                   line.get_marker()) for line in ax.lines}
+        assert len(styles) == len(names)
 
 
 def test_floor_does_the_work_of_an_allreduce(monkeypatch):
     """Each of k devices receives 2(k-1) chunks of 1/k of the array and
     adds k-1 of them: the least an allreduce of copies and adds needs."""
     import collections
+
     import mxnet as mx
     from mxnet import np
     received, added = collections.Counter(), collections.Counter()
@@ -63,7 +72,7 @@ def test_floor_does_the_work_of_an_allreduce(monkeypatch):
         return iadd(acc, other)
     monkeypatch.setattr(np.ndarray, 'copyto', counted_copyto)
     monkeypatch.setattr(np.ndarray, '__iadd__', counted_iadd)
-    monkeypatch.setattr(ab, '_median_seconds',
+    monkeypatch.setattr(ab, 'median_seconds',
                         lambda fn, repeats, warmup: fn() or 1.0)
     devices = [mx.cpu(i) for i in range(3)]
     assert ab.time_floor(devices, 4 * 3 * 5) == 1.0
@@ -71,13 +80,20 @@ def test_floor_does_the_work_of_an_allreduce(monkeypatch):
     assert added == {(d, 5): 2 for d in devices}
 
 
-def test_lenet_sync_positive():
-    """Summing LeNet's gradients takes a positive time, both ways."""
+def test_lenet_sync_calls_once_per_parameter_or_once(monkeypatch):
+    """Per parameter, one run of time_lenet_sync reduces LeNet's 8 arrays
+    one by one; bucketed, it reduces one array of all 8 arrays' values."""
     import mxnet as mx
-    devices = [mx.cpu(0), mx.cpu(1)]
-    for bucket in (False, True):
-        assert ab.time_lenet_sync(ring_allreduce, devices, bucket,
-                                  repeats=2, warmup=1) > 0
+
+    import d2lpar as dp
+    monkeypatch.setattr(ab, 'median_seconds',
+                        lambda fn, repeats, warmup: fn() or 1.0)
+    sizes = [p.size for p in dp.init_lenet_params()]
+    for bucket, want in ((False, sizes), (True, [sum(sizes)])):
+        calls = []
+        ab.time_lenet_sync(lambda data, calls=calls: calls.append(
+            data[0].size), [mx.cpu(0), mx.cpu(1)], bucket)
+        assert calls == want
 
 
 def test_ring_trace_figure():
@@ -86,6 +102,22 @@ def test_ring_trace_figure():
     titles = [ax.get_title() for ax in fig.axes]
     assert titles == ['start'] + [f'reduce-scatter {i}' for i in (1, 2, 3)] \
         + [f'all-gather {i}' for i in (1, 2, 3)]
+
+
+def test_bench_devices_falls_back_to_cpu_contexts(monkeypatch):
+    """Where d2lpar.devices cannot give k devices (one GPU, asked for
+    2), k distinct CPU contexts stand in, with a note saying why."""
+    import mxnet as mx
+
+    def one_gpu(n):
+        raise ValueError(f'devices: asked for {n} GPUs but MXNet sees '
+                         f'only 1')
+    monkeypatch.setattr(ab, 'default_devices', one_gpu)
+    devices, note = ab.bench_devices(2)
+    assert devices == [mx.cpu(0), mx.cpu(1)]
+    assert 'sees only 1' in note and '[cpu(0), cpu(1)]' in note
+    monkeypatch.undo()
+    assert ab.bench_devices(1)[1] is None
 
 
 def test_every_benchmarked_algorithm_sums():
@@ -112,16 +144,16 @@ def test_targets_verdicts_and_reasons():
     """Targets are judged on the faster of sharded/ring, only from 16 MB
     up; the speed-up over the naive one is split into two factors whose
     product is the whole; the copy line names the floor's ratio."""
-    times = {'copy (limit)': 1.0, 'copy+add floor': 2.0, 'naive': 12.0,
-             'naive (reused)': 6.0, 'sharded': 3.0, 'ring': 2.5, 'kvstore device': 2.0,
-             'kvstore local': 4.0}
+    times = {'copy': 1.0, 'copy+add floor': 2.0, 'naive': 12.0,
+             'naive (reused)': 6.0, 'sharded': 3.0, 'ring': 2.5,
+             'doubling': 3.5, 'kvstore device': 2.0, 'kvstore local': 4.0}
     rows = (_rows(2, 1 << 20, times) + _rows(2, 64 << 20, times))
     lines = ab.targets(rows)
     assert len(lines) == 3 and all(l.startswith('k=2 64 MB: ring ')
                                    for l in lines)
     copy, naive, kv = lines
-    assert '0.40x vs copy (limit)' in copy and copy.endswith('missed')
-    assert 'alone on all devices at once: 0.50x)' in copy
+    assert '0.40x vs copy' in copy and copy.endswith('missed')
+    assert '(the floor itself reached 0.50x)' in copy
     assert '4.80x vs naive = 2.0x from reused buffers * 2.4x' in naive
     assert naive.endswith('target 3.0x: met')
     assert '0.80x vs kvstore device' in kv and kv.endswith('missed')

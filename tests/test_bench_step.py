@@ -70,4 +70,6 @@ def test_allreduce_command_prints_table_and_targets(tmp_path, capsys):
     assert len(verdicts) == 3
     assert all(v.startswith('k=2 16 MB: ') and
                v.endswith((': met', ': missed')) for v in verdicts)
-    assert len(json.load(open(out))) == 8
+    from d2lpar.bench import allreduce as ab
+    rows_per_size = len(ab.BASELINES) + len(ab.ALGORITHMS)
+    assert len(json.load(open(out))) == rows_per_size

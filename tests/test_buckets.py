@@ -6,15 +6,14 @@ from mxnet import np
 from numpy.testing import assert_allclose
 
 import d2lpar as dp
+from d2lpar.bench.allreduce import ALGORITHMS
 
 SHAPES = [(20, 1, 3, 3), (20,), (3, 4), (1,)]
 
 
-@pytest.mark.parametrize('algorithm', [dp.allreduce, dp.sharded_allreduce,
-                                       dp.ring_allreduce,
-                                       dp.kvstore_allreduce])
+@pytest.mark.parametrize('name', ALGORITHMS)
 @pytest.mark.parametrize('k', [1, 2, 3])
-def test_each_array_holds_its_sum(algorithm, k):
+def test_each_array_holds_its_sum(name, k):
     """Every array of every device ends as the sum of its counterparts,
     keeps its shape and stays on its device (rtol 1e-6)."""
     rng = onp.random.default_rng(k)
@@ -22,7 +21,7 @@ def test_each_array_holds_its_sum(algorithm, k):
               for _ in range(k)]
     arrays = [[np.array(v, ctx=mx.cpu(d)) for v in vs]
               for d, vs in enumerate(values)]
-    dp.bucketed_allreduce(arrays, algorithm)
+    dp.bucketed_allreduce(arrays, ALGORITHMS[name])
     for d in range(k):
         for j, shape in enumerate(SHAPES):
             a = arrays[d][j]

@@ -16,7 +16,8 @@ pytestmark = pytest.mark.slow
 
 # Chapters whose readers must see at least one figure.
 PLOTTING = {'splitting-the-work.md', 'split-batch.md', 'training.md',
-            'communication.md', 'concise.md', 'multiprocess.md'}
+            'allreduce-algorithms.md', 'cost-model.md', 'measuring.md',
+            'concise.md', 'multiprocess.md'}
 IMAGE_TYPES = {'image/png', 'image/svg+xml'}
 
 

@@ -6,13 +6,15 @@ from mxnet import np
 from numpy.testing import assert_allclose, assert_array_equal
 
 import d2lpar as dp
+from d2lpar import collectives
+from d2lpar.bench.allreduce import ALGORITHMS
+
+TAUGHT = [dp.allreduce, dp.sharded_allreduce, dp.ring_allreduce,
+          dp.doubling_allreduce]
 
 
-ALGORITHMS = [dp.allreduce, dp.sharded_allreduce, dp.ring_allreduce]
-
-
-@pytest.mark.parametrize('algorithm', ALGORITHMS)
-@pytest.mark.parametrize('k', [1, 2, 3, 4])
+@pytest.mark.parametrize('algorithm', TAUGHT)
+@pytest.mark.parametrize('k', [1, 2, 3, 4, 5])
 @pytest.mark.parametrize('shape', [(1,), (2,), (7,), (3, 5), (2, 3, 4, 5)])
 def test_every_array_holds_the_sum(algorithm, k, shape):
     """After the allreduce each of k arrays equals the plain numpy sum
@@ -28,7 +30,7 @@ def test_every_array_holds_the_sum(algorithm, k, shape):
         assert_allclose(a.asnumpy(), expected, rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize('algorithm', ALGORITHMS)
+@pytest.mark.parametrize('algorithm', TAUGHT)
 def test_empty_list(algorithm):
     """An empty list is a ValueError naming the function."""
     with pytest.raises(ValueError, match=algorithm.__name__):
@@ -54,15 +56,11 @@ def test_not_mxnet_arrays():
         dp.allreduce([onp.ones(2), onp.ones(2)])
 
 
-# The communication chapter's whole ladder under one contract: naive,
-# sharded, ring, MXNet's kvstore ('device', 'local') and the bucketed
-# (flattened) variant, for k = 1..5 and sizes around k and beyond.
+# Every benchmarked allreduce (the library's table) and the bucketed
+# (flattened) variant under one contract, for k = 1..5 and sizes around k
+# and beyond.
 LADDER = {
-    'naive': dp.allreduce,
-    'sharded': dp.sharded_allreduce,
-    'ring': dp.ring_allreduce,
-    'kvstore device': lambda data: dp.kvstore_allreduce(data, 'device'),
-    'kvstore local': lambda data: dp.kvstore_allreduce(data, 'local'),
+    **ALGORITHMS,
     # One bucket per device holding this one array, reduced by the ring.
     'bucketed ring': lambda data: dp.bucketed_allreduce(
         [[a] for a in data], dp.ring_allreduce),
@@ -95,3 +93,23 @@ def test_every_rung_sums_like_numpy(name, k, dtype):
                             atol=RTOL[dtype], err_msg=f'size {size}')
             assert_array_equal(a.asnumpy(), data[0].asnumpy(),
                                err_msg=f'device {i} differs, size {size}')
+
+
+def test_receive_buffers_do_not_grow_with_sizes():
+    """run_schedule keeps one receive buffer per (device, dtype, slot):
+    reducing 50 different sizes leaves as many buffers as one size, each
+    as large as the largest chunk, and free_buffers drops them all."""
+    collectives.free_buffers()
+    devices = [mx.cpu(i) for i in range(3)]
+
+    def reduce_size(n):
+        data = [np.ones(n, ctx=d) for d in devices]
+        dp.ring_allreduce(data)
+        assert_array_equal(data[2].asnumpy(), onp.full(n, 3.0))
+    reduce_size(300)
+    one_size = len(collectives._BUFFERS)
+    for n in range(1, 301, 6):
+        reduce_size(n)
+    assert len(collectives._BUFFERS) == one_size
+    assert collectives.free_buffers() == one_size * 100 * 4
+    assert collectives._BUFFERS == {}

@@ -1,7 +1,7 @@
 """d2lpar.costmodel: the alpha-beta model and d2l's worked examples."""
 import pytest
 
-from d2lpar.costmodel import allreduce_time
+from d2lpar.costmodel import allreduce_time, busiest_bytes
 
 MB, GB = 1e6, 1e9
 
@@ -18,22 +18,47 @@ def test_d2l_pcie_example():
         pytest.approx(0.015)
 
 
-def test_ring_bandwidth_term_independent_of_k():
-    """Without latency, ring time approaches 2N/B as k grows, and for 8
-    GPUs over 3 NVLinks of 18 GB/s it is below d2l's 2N/B estimate."""
+def test_ring_bandwidth_term_grows_towards_2n_over_b():
+    """Without latency, ring time 2(k-1)N/(kB) grows strictly with k
+    towards 2N/B, and for 8 GPUs over 3 NVLinks of 18 GB/s it is 7/8 of
+    d2l's 2N/B estimate."""
+    two_n = 2 * 160 * MB / (54 * GB)
     times = [allreduce_time('ring', k, 160 * MB, 54 * GB)
-             for k in (2, 8, 64, 1024)]
-    assert times == sorted(times)
-    assert times[-1] == pytest.approx(2 * 160 * MB / (54 * GB), rel=1e-2)
-    assert times[1] == pytest.approx(7 / 8 * 2 * 160 * MB / (54 * GB))
+             for k in (2, 3, 8, 64, 1024)]
+    assert all(a < b < two_n for a, b in zip(times, times[1:]))
+    assert times[-1] == pytest.approx(two_n * 1023 / 1024)
+    assert times[2] == pytest.approx(7 / 8 * two_n)
 
 
-def test_latency_dominates_small_messages():
-    """For tiny arrays the ring's 2(k-1) messages cost more than the
-    naive root's bandwidth saving: latency wins."""
-    small = dict(nbytes=4e3, bandwidth=10 * GB, latency=10e-6)
-    assert allreduce_time('ring', 8, **small) > \
-        0.9 * allreduce_time('naive', 8, **small)
+@pytest.mark.parametrize('k', [3, 4, 5, 8, 16])
+def test_doubling_wins_small_arrays_ring_wins_large(k):
+    """With latency, recursive doubling's log2(k) (+2) messages beat the
+    ring's 2(k-1) for a 4 KB array, and the ring's 1/k chunks beat
+    doubling's whole arrays for 160 MB."""
+    link = dict(bandwidth=16 * GB, latency=10e-6)
+    assert allreduce_time('doubling', k, 4e3, **link) < \
+        allreduce_time('ring', k, 4e3, **link)
+    assert allreduce_time('ring', k, 160 * MB, **link) < \
+        allreduce_time('doubling', k, 160 * MB, **link)
+
+
+def test_doubling_messages():
+    """Recursive doubling sends log2(k) messages of N for a power of two,
+    and two more (fold, unfold) otherwise."""
+    for k, messages in [(2, 1), (3, 3), (4, 2), (5, 4), (8, 3), (12, 5)]:
+        assert allreduce_time('doubling', k, 0, GB, 1.0) == messages
+        assert allreduce_time('doubling', k, MB, MB, 0.0) == messages
+
+
+def test_busiest_bytes_agrees_with_the_time():
+    """Without latency, the ring's and the sharded algorithm's time is
+    their busiest device's bytes over B (sends overlap receives)."""
+    for name in ('ring', 'sharded'):
+        for k in (2, 4, 7):
+            assert allreduce_time(name, k, 160 * MB, 16 * GB) == \
+                pytest.approx(busiest_bytes(name, k, 160 * MB) / (16 * GB))
+    with pytest.raises(ValueError, match="'cpu' has no schedule"):
+        busiest_bytes('cpu', 4, MB)
 
 
 def test_unknown_algorithm_and_one_device():
@@ -69,3 +94,17 @@ def test_memory_traffic_counts_the_implementation():
     gather_in = sum(schedules.traffic(schedule[half:], k, n)[1])
     assert 5 * reduce_in + 2 * gather_in == \
         memory_traffic('ring', k, 4 * n)
+
+
+def test_engine_bytes_textbook_counts_and_band():
+    """One parameter server: 2kN per step; a ring all-reduce: 2(k-1)N;
+    the band lies around the model, and unknown engines are refused."""
+    from d2lpar.costmodel import engine_bytes
+    assert engine_bytes('kvstore', 2, MB)[0] == 4 * MB
+    assert engine_bytes('horovod', 2, MB)[0] == 2 * MB
+    assert engine_bytes('horovod', 4, MB)[0] == 6 * MB
+    for engine in ('kvstore', 'horovod'):
+        model, low, high = engine_bytes(engine, 3, MB)
+        assert low < model < high
+    with pytest.raises(ValueError, match='unknown engine'):
+        engine_bytes('mpi', 2, MB)

@@ -12,6 +12,7 @@ import pytest
 import d2lpar as dp
 from conftest import write_fashion_dir
 from d2lpar.bench import engines as be
+from d2lpar.costmodel import engine_bytes
 from d2lpar.dist.worker import load_checkpoint
 from workerjobs import (check_equals_one_process,
                         check_resume_matches_uninterrupted)
@@ -70,9 +71,8 @@ def test_ring_sends_half_the_bytes_of_one_parameter_server():
                             steps=(5, 25), num_test=64)
     n = be.gradient_bytes()
     assert row['bytes_per_step'] is not None, 'no network namespace here'
-    # Fixed costs (start-up, Horovod's rendezvous) vary a little from
-    # job to job and leak into the difference: allow 5% below the model.
-    assert 0.95 * 2 * n <= row['bytes_per_step'] < 2.3 * n
+    _, low, high = engine_bytes('horovod', 2, n)
+    assert low <= row['bytes_per_step'] < high
 
 
 def test_killed_worker_ends_the_job_and_leaves_a_checkpoint(tmp_path):

@@ -15,6 +15,7 @@ import pytest
 import d2lpar as dp
 from conftest import write_fashion_dir
 from d2lpar.bench import engines as be
+from d2lpar.costmodel import engine_bytes
 from d2lpar.dist.launch import launch
 from d2lpar.dist.worker import load_checkpoint
 from workerjobs import (check_equals_one_process,
@@ -137,6 +138,5 @@ def test_parameter_server_bytes_per_step():
                             steps=(5, 25), num_test=64)
     n = be.gradient_bytes()
     assert row['bytes_per_step'] is not None, 'no network namespace here'
-    # Fixed costs (start-up, Horovod's rendezvous) vary a little from
-    # job to job and leak into the difference: allow 5% below the model.
-    assert 0.95 * 4 * n <= row['bytes_per_step'] < 4.5 * n
+    _, low, high = engine_bytes('kvstore', 2, n)
+    assert low <= row['bytes_per_step'] < high

@@ -47,3 +47,41 @@ def test_plot_accuracy_ticks_whole_epochs():
     ticks = fig.axes[0].get_xticks()
     assert len(ticks) >= 2 and all(t == int(t) for t in ticks), ticks
     plt.close(fig)
+
+
+def test_plot_traffic_draws_the_counted_bytes():
+    """One line per schedule; each point is the busiest device's received
+    bytes over N, as costmodel.busiest_bytes states them."""
+    from d2lpar.costmodel import busiest_bytes
+    ks = (2, 4, 8)
+    fig = dp.figures.plot_traffic(4 * 840, ks)
+    lines = fig.axes[0].lines
+    assert [line.get_label() for line in lines] == \
+        list(dp.schedules.SCHEDULES)
+    for line in lines:
+        want = [busiest_bytes(line.get_label(), k, 1.0) for k in ks]
+        assert list(line.get_ydata()) == want
+    plt.close(fig)
+
+
+def test_plot_cost_model_draws_the_model():
+    """Every curve is costmodel.allreduce_time in milliseconds."""
+    fig = dp.figures.plot_cost_model(1e6, 1e9, 1e-5, ks=(2, 3, 4))
+    for line in fig.axes[0].lines:
+        want = [1e3 * dp.costmodel.allreduce_time(line.get_label(), k,
+                                                  1e6, 1e9, 1e-5)
+                for k in (2, 3, 4)]
+        assert list(line.get_ydata()) == want
+    plt.close(fig)
+
+
+def test_every_benchmark_row_and_model_curve_has_its_own_style():
+    """LINE_STYLES names every row the benchmark writes and every
+    algorithm of the cost model, and no two share a style."""
+    from d2lpar.bench.allreduce import ALGORITHMS, BASELINES
+    names = set(BASELINES) | set(ALGORITHMS) | \
+        set(dp.costmodel.MESSAGE_PATTERNS)
+    assert names <= set(dp.figures.LINE_STYLES)
+    styles = [tuple(sorted(s.items()))
+              for s in dp.figures.LINE_STYLES.values()]
+    assert len(set(styles)) == len(styles)

@@ -33,3 +33,17 @@ def test_bad_input_checked_first():
     """Shape mismatches are reported before MXNet sees them."""
     with pytest.raises(ValueError, match='kvstore_allreduce'):
         dp.kvstore_allreduce([np.ones(2), np.ones(3, ctx=mx.cpu(1))])
+
+
+def test_store_is_replaced_before_it_outgrows_max_keys():
+    """Reducing more shapes than MAX_KEYS never holds more than MAX_KEYS
+    keys in one store (a fresh store replaces a full one), and every
+    result is still the sum."""
+    from d2lpar import kvstore
+    devices = [mx.cpu(0), mx.cpu(1)]
+    for n in range(1, kvstore.MAX_KEYS + 10):
+        data = [np.full(n, float(i + 1), ctx=d)
+                for i, d in enumerate(devices)]
+        dp.kvstore_allreduce(data)
+        assert_allclose(data[1].asnumpy(), onp.full(n, 3.0))
+        assert len(kvstore._STORES['device'][1]) <= kvstore.MAX_KEYS

@@ -4,14 +4,10 @@ import numpy as onp
 import pytest
 from mxnet import np
 
-import d2lpar as dp
 from d2lpar import schedules
-
-SCHEDULES = {'naive': schedules.naive_schedule,
-             'sharded': schedules.sharded_schedule,
-             'ring': schedules.ring_schedule}
-RUN = {'naive': dp.allreduce, 'sharded': dp.sharded_allreduce,
-       'ring': dp.ring_allreduce}
+from d2lpar.bench.allreduce import ALGORITHMS
+from d2lpar.costmodel import busiest_bytes
+from d2lpar.schedules import SCHEDULES
 
 
 @pytest.mark.parametrize('name', SCHEDULES)
@@ -32,21 +28,47 @@ def test_ring_only_talks_to_neighbours():
             assert all(t.dst == (t.src + 1) % k for t in step)
 
 
-@pytest.mark.parametrize('k, n', [(2, 1000), (4, 1000), (4, 1003),
-                                  (8, 129068)])
-def test_textbook_traffic(k, n):
-    """Naive: device 0 moves (k-1)N in and out, the others N; ring and
-    sharded: each device sends and receives 2(k-1)/k N (to a chunk when
-    N does not divide by k)."""
-    N = 4 * n
-    sent, received = schedules.traffic(schedules.naive_schedule(k), k, n)
-    assert sent[0] == received[0] == (k - 1) * N
-    assert sent[1:] == received[1:] == [N] * (k - 1)
+@pytest.mark.parametrize('name', SCHEDULES)
+@pytest.mark.parametrize('k', [1, 2, 3, 4, 5, 6, 8, 16])
+def test_busiest_device_moves_the_textbook_bytes(name, k):
+    """The busiest device sends and receives exactly the bytes the cost
+    model states (costmodel.busiest_bytes), for an array k divides."""
+    n = 240 * 7
+    sent, received = schedules.traffic(SCHEDULES[name](k), k, n)
+    assert max(sent) == max(received) == busiest_bytes(name, k, 4 * n)
+
+
+@pytest.mark.parametrize('k, n', [(4, 1003), (8, 129068), (3, 2)])
+def test_uneven_chunks_differ_by_one_element(k, n):
+    """When k does not divide the array, ring and sharded devices each
+    move within one element per message of the textbook's 2(k-1)N/k."""
     for name in ('ring', 'sharded'):
         sent, received = schedules.traffic(SCHEDULES[name](k), k, n)
-        assert sum(sent) == sum(received) == 2 * (k - 1) * N
         for b in sent + received:
-            assert abs(b - 2 * (k - 1) * N / k) <= 2 * (k - 1) * 4
+            assert abs(b - busiest_bytes(name, k, 4 * n)) <= 2 * (k - 1) * 4
+
+
+def test_naive_loads_device_0():
+    """Naive: device 0 moves (k-1)N each way, the others N."""
+    k, n = 4, 1000
+    sent, received = schedules.traffic(schedules.naive_schedule(k), k, n)
+    assert sent[1:] == received[1:] == [4 * n] * (k - 1)
+    assert sent[0] == received[0] == 4 * n * (k - 1)
+
+
+def test_doubling_swaps_in_pairs():
+    """Recursive doubling: log2(k) swap steps in which every transfer
+    i -> j that adds has its mirror j -> i; when k is no power of two a
+    fold step before and an unfold step after."""
+    for k in (2, 3, 4, 5, 6, 8, 16):
+        steps = schedules.doubling_schedule(k)
+        swaps = k.bit_length() - 1
+        folded = k != 1 << swaps
+        assert len(steps) == swaps + 2 * folded
+        for step in steps[folded:len(steps) - folded]:
+            pairs = {(t.src, t.dst) for t in step}
+            assert all(t.reduce for t in step)
+            assert pairs == {(j, i) for i, j in pairs}
 
 
 @pytest.mark.parametrize('name', SCHEDULES)
@@ -73,7 +95,7 @@ def test_traffic_matches_real_copies(name, k, n, monkeypatch):
     # views run_schedule copies between.
     for cls in (np.ndarray, mx.nd.NDArray):
         monkeypatch.setattr(cls, 'copyto', counting(cls.copyto))
-    RUN[name](data)
+    ALGORITHMS[name](data)
     monkeypatch.undo()
     assert (sent, received) == schedules.traffic(SCHEDULES[name](k), k, n)
     for a in data:
@@ -82,12 +104,14 @@ def test_traffic_matches_real_copies(name, k, n, monkeypatch):
 
 
 @pytest.mark.parametrize('name', SCHEDULES)
-@pytest.mark.parametrize('k', [2, 3, 4, 8])
-def test_no_transfer_reads_what_its_step_writes(name, k):
-    """run_schedule's contract: within a step, no transfer writes a
-    (device, chunk) that another transfer of the step reads."""
+@pytest.mark.parametrize('k', [2, 3, 4, 5, 8])
+def test_no_overwrite_touches_what_its_step_reads(name, k):
+    """run_schedule's contract: within a step, no overwriting transfer
+    writes a (device, chunk) that another transfer of the step reads
+    (additions are buffered, so swaps that add are allowed)."""
     for step in SCHEDULES[name](k):
         chunks = lambda t: range(k) if t.chunk is None else [t.chunk]
         reads = {(t.src, c) for t in step for c in chunks(t)}
-        writes = {(t.dst, c) for t in step for c in chunks(t)}
+        writes = {(t.dst, c) for t in step if not t.reduce
+                  for c in chunks(t)}
         assert not reads & writes

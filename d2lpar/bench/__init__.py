@@ -1,15 +1,17 @@
-"""Measurements beside their own limits (``python -m d2lpar bench ...``).
+"""Measurements beside their own baselines (``python -m d2lpar bench ...``).
 
 Timings on shared machines are noisy, so every comparison is measured
-side by side in one run and reported as ratios to a limit measured in
-the same run:
+side by side in one run and reported as ratios to a baseline measured
+in the same run:
 
 - :mod:`d2lpar.bench.allreduce`: every allreduce vs a plain copy and the
   copy+add floor, 4 KB to 64 MB;
 - :mod:`d2lpar.bench.step`: one LeNet step on 1 and 2 devices, with
   MXNet's default scratch pool and with d2lpar's;
 - :mod:`d2lpar.bench.engines`: parameter server vs Horovod, step time
-  and loopback bytes.
+  and loopback bytes;
+- :mod:`d2lpar.bench.timing`: the one in-process timing loop (allreduce,
+  step).
 """
-from . import allreduce, engines, step
-__all__ = ['allreduce', 'engines', 'step']
+from . import allreduce, engines, step, timing
+__all__ = ['allreduce', 'engines', 'step', 'timing']

@@ -6,8 +6,8 @@ reads the setting once, when its engine starts).
 """
 import multiprocessing
 import os
-import statistics
-import time
+
+from .timing import median_seconds
 
 MXNET_DEFAULT_TEMP_COPY = '4'
 
@@ -31,21 +31,16 @@ def time_steps(num_devices, batch_size=256, repeats=20, warmup=3):
     """
     import d2lpar as dp
     import numpy as onp
-    from mxnet import np, npx
+    from mxnet import np
     rng = onp.random.default_rng(0)
     X = np.array(rng.uniform(size=(batch_size, 1, 28, 28)), dtype='float32')
     y = np.array(rng.integers(0, 10, batch_size), dtype='int32')
     devices = dp.devices(num_devices)
     params = dp.init_lenet_params(0, 0.1)
     device_params = [dp.get_params(params, d) for d in devices]
-    times = []
-    for i in range(warmup + repeats):
-        start = time.perf_counter()
-        dp.train_batch(X, y, device_params, devices, 0.1)
-        npx.waitall()
-        if i >= warmup:
-            times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return median_seconds(
+        lambda: dp.train_batch(X, y, device_params, devices, 0.1),
+        repeats, warmup)
 
 
 def compare_steps(device_counts=(1, 2), temp_copies=None, batch_size=256,

@@ -1,0 +1,35 @@
+"""d2lpar.bench.timing: the one timing loop of the benchmarks."""
+import pytest
+
+from d2lpar.bench import timing
+
+
+def test_median_of_the_timed_runs_after_warmup(monkeypatch):
+    """fn runs warmup + repeats times; the median is taken over the
+    timed runs only (clock readings stubbed: run i takes i seconds)."""
+    ticks = iter(t for i in range(5) for t in (10 * i, 10 * i + i))
+    monkeypatch.setattr(timing, 'perf_counter', lambda: next(ticks))
+    calls = []
+    assert timing.median_seconds(lambda: calls.append(1), 3, 2) == 3
+    assert len(calls) == 5
+
+
+def test_no_repeats_refused():
+    """repeats=0 would have no median: a ValueError saying so."""
+    with pytest.raises(ValueError, match='repeats=0'):
+        timing.median_seconds(lambda: None, 0, 1)
+
+
+def test_interleaved_keeps_each_functions_best_round(monkeypatch):
+    """Every function is timed once per round, rounds interleaved, and
+    the smallest of its rounds is returned under its key."""
+    seen = []
+    rounds = {'a': iter([3.0, 1.0, 2.0]), 'b': iter([5.0, 6.0, 4.0])}
+
+    def fake(fn, repeats, warmup):
+        seen.append(fn())
+        return next(rounds[seen[-1]])
+    monkeypatch.setattr(timing, 'median_seconds', fake)
+    best = timing.interleaved({'a': lambda: 'a', 'b': lambda: 'b'}, 3)
+    assert best == {'a': 1.0, 'b': 4.0}
+    assert seen == ['a', 'b'] * 3
