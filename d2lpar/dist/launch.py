@@ -185,7 +185,7 @@ def launch(command, workers=2, servers=1, kvstore='dist_sync',
                DMLC_NUM_SERVER=str(servers), DMLC_NUM_WORKER=str(workers),
                DMLC_NODE_HOST='127.0.0.1', D2LPAR_KVSTORE=kvstore,
                PYTHONUNBUFFERED='1')  # a killed worker's last lines too
-    role = lambda r: dict(env, DMLC_ROLE=r)  # noqa: E731
+    role = lambda r: dict(env, DMLC_ROLE=r)  # noqa: E731 (one line)
     helper = [sys.executable, '-c', 'import mxnet']  # runs the role
     procs = {}
     with _stop_on_signals():
