@@ -21,6 +21,7 @@ import threading
 import time
 
 from . import guard
+from .netem import LOCALHOST
 
 # Lines of each process's output kept for the failure message.
 TAIL_LINES = 15
@@ -148,8 +149,46 @@ def check_launch_args(command, workers, servers, port):
                          f'pick another or omit --port to get a free one')
 
 
+# The program every scheduler and server runs: importing MXNet with
+# DMLC_ROLE set to scheduler or server runs that role until the job ends.
+ROLE_PROGRAM = ('python', '-c', 'import mxnet')
+
+
+def job_plan(command, workers=2, servers=1, kvstore='dist_sync',
+             port=9091, hosts=(LOCALHOST,)):
+    """Every process of a ps-lite job: ``(name, host, env, argv)``.
+
+    The scheduler runs on the first host; servers and workers are dealt
+    to the hosts in turn. Each process gets the ``DMLC_*`` variables
+    that ps-lite reads: where the scheduler is, how many servers and
+    workers to wait for, its role and its own address.
+    """
+    root = hosts[0].address
+    common = {'DMLC_PS_ROOT_URI': root, 'DMLC_PS_ROOT_PORT': str(port),
+              'DMLC_NUM_SERVER': str(servers),
+              'DMLC_NUM_WORKER': str(workers), 'D2LPAR_KVSTORE': kvstore}
+    roles = [('scheduler', hosts[0], 'scheduler', ROLE_PROGRAM)]
+    roles += [(f'server {i}', hosts[i % len(hosts)], 'server',
+               ROLE_PROGRAM) for i in range(servers)]
+    roles += [(f'worker {i}', hosts[i % len(hosts)], 'worker',
+               tuple(command)) for i in range(workers)]
+    return [(name, host, dict(common, DMLC_ROLE=role,
+                              DMLC_NODE_HOST=host.address), argv)
+            for name, host, role, argv in roles]
+
+
+def format_plan(plan):
+    """The shell commands of :func:`job_plan`, one line per process."""
+    lines = []
+    for name, host, env, argv in plan:
+        variables = ' '.join(f'{k}={v}' for k, v in env.items())
+        program = ' '.join(a if ' ' not in a else f'"{a}"' for a in argv)
+        lines.append(f'# {name}, on {host.address}\n{variables} {program}')
+    return '\n'.join(lines)
+
+
 def launch(command, workers=2, servers=1, kvstore='dist_sync',
-           timeout=600, port=None):
+           timeout=600, port=None, hosts=None):
     """Run ``command`` as ``workers`` ps-lite workers; return exit status.
 
     Taught in the chapter on the parameter server.
@@ -165,6 +204,9 @@ def launch(command, workers=2, servers=1, kvstore='dist_sync',
         Seconds before everything is stopped (status 124).
     port : int, optional
         The scheduler's port (default: a free one).
+    hosts : list of d2lpar.dist.netem.Host, optional
+        Where the processes run (default: this machine's 127.0.0.1); see
+        :func:`job_plan` and :class:`d2lpar.dist.netem.EmulatedHosts`.
 
     Returns
     -------
@@ -179,26 +221,20 @@ def launch(command, workers=2, servers=1, kvstore='dist_sync',
     ValueError
         For no command, fewer than one worker or server, or a busy port.
     """
-    check_launch_args(command, workers, servers, port)
-    env = dict(os.environ, DMLC_PS_ROOT_URI='127.0.0.1',
-               DMLC_PS_ROOT_PORT=str(port or free_port()),
-               DMLC_NUM_SERVER=str(servers), DMLC_NUM_WORKER=str(workers),
-               DMLC_NODE_HOST='127.0.0.1', D2LPAR_KVSTORE=kvstore,
-               PYTHONUNBUFFERED='1')  # a killed worker's last lines too
-    role = lambda r: dict(env, DMLC_ROLE=r)  # noqa: E731 (one line)
-    helper = [sys.executable, '-c', 'import mxnet']  # runs the role
+    local = hosts is None
+    check_launch_args(command, workers, servers, port if local else None)
+    plan = job_plan(guarded(command), workers, servers, kvstore,
+                    port or (free_port() if local else 9091),
+                    hosts or [LOCALHOST])
     procs = {}
     with _stop_on_signals():
         try:
-            procs['scheduler'] = _start('scheduler', helper,
-                                        role('scheduler'))
-            for i in range(servers):
-                procs[f'server {i}'] = _start(f'server {i}', helper,
-                                              role('server'))
-            for i in range(workers):
-                procs[f'worker {i}'] = _start(f'worker {i}',
-                                              guarded(command),
-                                              role('worker'))
+            for name, host, env, argv in plan:
+                if argv == ROLE_PROGRAM:
+                    argv = (sys.executable, *argv[1:])
+                # Unbuffered: a killed worker's last lines reach us too.
+                env = dict(os.environ, **env, PYTHONUNBUFFERED='1')
+                procs[name] = _start(name, [*host.prefix, *argv], env)
             return _watch(procs, timeout)
         except LaunchError as e:
             _say(str(e))
