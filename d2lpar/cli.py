@@ -40,8 +40,8 @@ def add_training_flags(p, batch_help, batch_default, lr_default):
 def add_network_flags(p):
     """The emulated network's flags (``launch`` and ``bench engines``)."""
     p.add_argument('--rate', default=None,
-                   help='emulate a network of this rate, e.g. 100mbit or '
-                        '1gbit (a private network namespace; needs root '
+                   help='emulate a network of this rate, e.g. 100mbit '
+                        '(bench engines: 10gbit,1gbit,100mbit; a private network namespace; needs root '
                         'or user namespaces, and tc)')
     p.add_argument('--hosts', type=int, default=1, choices=[1, 2],
                    help='2: put the processes on two emulated hosts '

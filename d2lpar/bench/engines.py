@@ -252,6 +252,8 @@ def measure_network(rates, servers=(1, 2), hosts=1, workers=2,
         Where this machine cannot emulate the network (see
         :func:`d2lpar.dist.netem.why_not`).
     """
+    for rate in rates:
+        netem.parse_rate(rate)  # a typo fails here, not in a job
     reason = netem.why_not(hosts)
     if reason:
         raise RuntimeError(f'cannot emulate the network here: {reason}')

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 
-from .netem import tbf_command, why_not
+from .netem import parse_rate, tbf_command, why_not
 
 
 def loopback_tx_bytes():
@@ -76,6 +76,7 @@ def run_counting_bytes(command, timeout, rate=None):
     """
     prefix = namespace_prefix()
     if rate is not None:
+        parse_rate(rate)  # a typo fails here, not inside the namespace
         reason = why_not(hosts=1)
         if reason:
             raise RuntimeError(f'cannot emulate a {rate} network: {reason}')
