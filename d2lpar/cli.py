@@ -41,8 +41,9 @@ def add_network_flags(p):
     """The emulated network's flags (``launch`` and ``bench engines``)."""
     p.add_argument('--rate', default=None,
                    help='emulate a network of this rate, e.g. 100mbit '
-                        '(bench engines: 10gbit,1gbit,100mbit; a private network namespace; needs root '
-                        'or user namespaces, and tc)')
+                        '(bench engines: several, comma-separated, e.g. '
+                        '10gbit,1gbit,100mbit); runs in a private network '
+                        'namespace: needs root or user namespaces, and tc')
     p.add_argument('--hosts', type=int, default=1, choices=[1, 2],
                    help='2: put the processes on two emulated hosts '
                         'joined by one link (needs root)')
@@ -235,8 +236,11 @@ def _bench(args):
         rows = step.compare_steps(batch_size=args.batch_size,
                                   repeats=args.repeats)
         print(step.format_steps(rows))
-    elif args.rate:
+    elif args.rate or args.hosts == 2:
         from .bench import engines as be
+        if not args.rate:
+            raise ValueError('bench engines: --hosts 2 needs --rate, e.g. '
+                             '--rate 100mbit')
         rows = be.measure_network(args.rate.split(','), args.servers,
                                   args.hosts, args.workers, args.batch_size)
         print(be.format_network(rows))
