@@ -16,7 +16,8 @@ pytestmark = pytest.mark.slow
 
 # Chapters whose readers must see at least one figure.
 PLOTTING = {'splitting-the-work.md', 'split-batch.md', 'training.md',
-            'communication.md', 'concise.md', 'multiprocess.md'}
+            'communication.md', 'concise.md', 'horovod.md',
+            'several-hosts.md'}
 IMAGE_TYPES = {'image/png', 'image/svg+xml'}
 
 
