@@ -37,6 +37,18 @@ def add_training_flags(p, batch_help, batch_default, lr_default):
                    help='use only the first N test examples')
 
 
+def add_network_flags(p):
+    """The emulated network's flags (``launch`` and ``bench engines``)."""
+    p.add_argument('--rate', default=None,
+                   help='emulate a network of this rate, e.g. 100mbit '
+                        '(bench engines: several, comma-separated, e.g. '
+                        '10gbit,1gbit,100mbit); runs in a private network '
+                        'namespace: needs root or user namespaces, and tc')
+    p.add_argument('--hosts', type=int, default=1, choices=[1, 2],
+                   help='2: put the processes on two emulated hosts '
+                        'joined by one link (needs root)')
+
+
 def _train_parser(commands):
     p = commands.add_parser('train', help='train LeNet on k devices')
     p.add_argument('--devices', type=int, default=1,
@@ -80,6 +92,7 @@ def _launch_parser(commands):
                     choices=['dist_sync', 'dist_device_sync'])
     la.add_argument('--timeout', type=float, default=600)
     la.add_argument('--port', type=int, default=None)
+    add_network_flags(la)
     la.add_argument('worker_command', nargs=argparse.REMAINDER,
                     help='after --: the worker command')
 
@@ -103,6 +116,9 @@ def _bench_parser(commands):
     en.add_argument('--workers', type=int, default=2)
     en.add_argument('--batch-size', type=int, default=128,
                     help='examples per worker per step')
+    en.add_argument('--servers', type=int, nargs='+', default=[1],
+                    help='parameter servers (with --rate: one job each)')
+    add_network_flags(en)
     en.add_argument('--json', help='also write the rows to this file')
 
 
@@ -178,6 +194,27 @@ def _launch(args):
     command = args.worker_command
     if command[:1] == ['--']:  # only the separator, not the command's own
         command = command[1:]
+    if args.hosts == 2:
+        from .dist.netem import EmulatedHosts
+        with EmulatedHosts(args.rate) as net:
+            status = launch(command, args.workers, args.servers,
+                            args.kvstore, args.timeout, hosts=net.hosts)
+            print(f'launch: {net.sent()} bytes crossed the link between '
+                  f'the hosts', flush=True)
+        return status
+    if args.rate:
+        # Run this same launch again inside a namespace whose loopback
+        # is limited to the rate.
+        from .dist.loopback import run_counting_bytes
+        inner = [sys.executable, '-m', 'd2lpar', 'launch', '--workers',
+                 str(args.workers), '--servers', str(args.servers),
+                 '--kvstore', args.kvstore, '--timeout', str(args.timeout),
+                 '--', *command]
+        status, sent = run_counting_bytes(inner, args.timeout + 30,
+                                          args.rate)
+        print(f'launch: {sent} bytes sent over the {args.rate} loopback',
+              flush=True)
+        return status
     return launch(command, args.workers, args.servers, args.kvstore,
                   args.timeout, args.port)
 
@@ -199,14 +236,24 @@ def _bench(args):
         rows = step.compare_steps(batch_size=args.batch_size,
                                   repeats=args.repeats)
         print(step.format_steps(rows))
+    elif args.rate or args.hosts == 2:
+        from .bench import engines as be
+        if not args.rate:
+            raise ValueError('bench engines: --hosts 2 needs --rate, e.g. '
+                             '--rate 100mbit')
+        rows = be.measure_network(args.rate.split(','), args.servers,
+                                  args.hosts, args.workers, args.batch_size)
+        print(be.format_network(rows))
     else:
         from .bench import engines as be
         engines = be.available_engines()
         if 'horovod' not in engines:
             print('Horovod is not installed (`make horovod` adds it); '
                   'measuring the parameter server only', flush=True)
-        rows = [be.measure_engine(e, args.workers, args.batch_size)
-                for e in engines]
+        rows = [be.measure_engine(e, args.workers, args.batch_size,
+                                  servers=s)
+                for e in engines for s in (args.servers if e == 'kvstore'
+                                           else [1])]
         print(be.format_engines(rows))
     if args.json:
         _write(rows, args.json, _save_json)

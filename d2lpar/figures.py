@@ -329,3 +329,37 @@ def plot_engines(rows, nbytes):
     right.legend()
     fig.tight_layout()
     return fig
+
+
+def plot_network(rows):
+    """Measured step time against the cost model over emulated rates.
+
+    Taught in the chapter on several hosts. One line per placement
+    (hosts, servers): dots are measured, dashes the model's prediction
+    (compute alone plus the model's transfers), from the rows of
+    :func:`d2lpar.bench.engines.measure_network`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from .dist.netem import parse_rate
+    fig, ax = plt.subplots(figsize=(5.5, 3.2))
+    groups = sorted({(r['hosts'], r['servers']) for r in rows})
+    for i, (hosts, servers) in enumerate(groups):
+        mine = sorted((r for r in rows if (r['hosts'], r['servers'])
+                       == (hosts, servers)),
+                      key=lambda r: parse_rate(r['rate']))
+        x = [parse_rate(r['rate']) / 1e6 for r in mine]
+        color = DEVICE_COLORS[i % len(DEVICE_COLORS)]
+        label = f'{hosts} host(s), {servers} server(s)'
+        ax.plot(x, [1e3 * r['sec_per_step'] for r in mine], 'o-',
+                color=color, label=f'{label}: measured')
+        ax.plot(x, [1e3 * r['predicted'] for r in mine], '--',
+                color=color, label=f'{label}: model')
+    ax.set_xscale('log')
+    ax.set_xlabel('link rate (Mbit/s)')
+    ax.set_ylabel('ms per step')
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 # Chapters whose readers must see at least one figure.
 PLOTTING = {'splitting-the-work.md', 'split-batch.md', 'training.md',
             'allreduce-algorithms.md', 'cost-model.md', 'measuring.md',
-            'concise.md', 'multiprocess.md'}
+            'concise.md', 'horovod.md', 'several-hosts.md'}
 IMAGE_TYPES = {'image/png', 'image/svg+xml'}
 
 

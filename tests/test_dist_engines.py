@@ -46,9 +46,10 @@ def test_gradient_bytes_is_the_size_of_lenet():
 def test_engine_commands_start_the_same_worker():
     """Both engines run `python -m d2lpar worker` with the given
     arguments, 2 workers, on this machine only."""
-    kv = be.engine_command('kvstore', 2, ['--epochs', '1'], timeout=60)
-    assert kv[1:8] == ['-m', 'd2lpar', 'launch', '--workers', '2',
-                       '--timeout', '60']
+    kv = be.engine_command('kvstore', 2, ['--epochs', '1'], timeout=60,
+                           servers=2)
+    assert kv[1:10] == ['-m', 'd2lpar', 'launch', '--workers', '2',
+                        '--servers', '2', '--timeout', '60']
     hv = be.engine_command('horovod', 2, ['--epochs', '1'])
     assert hv[1:6] == ['-np', '2', '-H', 'localhost:2', '--gloo']
     for command, engine in ((kv, 'kvstore'), (hv, 'horovod')):

@@ -1,10 +1,13 @@
-"""Parameter server vs Horovod: step time and bytes on loopback.
+"""Parameter server vs Horovod: step time and bytes, on loopback or on
+an emulated network.
 
 ``python -m d2lpar bench engines`` runs the same worker
 (:func:`d2lpar.dist.worker.run_worker`) on each engine, twice: a short and a
 longer job. The difference between the two removes everything that does
 not grow with the number of steps (start-up, the initial broadcast,
-evaluation), so what is left is the cost of one training step.
+evaluation), so what is left is the cost of one training step. With
+``--rate`` it measures the step time on an emulated network
+(:mod:`d2lpar.dist.netem`) beside the cost model's prediction.
 """
 import importlib.util
 import json
@@ -12,10 +15,19 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 
+from mxnet import npx
+
+from ..costmodel import allreduce_time
+from ..data import load_fashion_mnist
+from ..dist import netem
 from ..dist.engines import ENGINES
+from ..dist.launch import launch
 from ..dist.loopback import run_counting_bytes
-from ..model import LENET_SHAPES
+from ..dist.worker import worker_step
+from ..model import LENET_SHAPES, init_lenet_params
+from ..parameters import get_params
 
 PY = sys.executable
 
@@ -43,7 +55,7 @@ def _horovodrun():
     return here if os.path.exists(here) else shutil.which('horovodrun')
 
 
-def engine_command(engine, workers, worker_args, timeout=600):
+def engine_command(engine, workers, worker_args, timeout=600, servers=1):
     """The command that starts ``workers`` workers on ``engine``.
 
     Parameters
@@ -63,7 +75,8 @@ def engine_command(engine, workers, worker_args, timeout=600):
               *worker_args]
     if engine == 'kvstore':
         return [PY, '-m', 'd2lpar', 'launch', '--workers', str(workers),
-                '--timeout', str(timeout), '--', *worker]
+                '--servers', str(servers), '--timeout', str(timeout), '--',
+                *worker]
     if engine == 'horovod':
         return [_horovodrun() or 'horovodrun', '-np', str(workers), '-H',
                 f'localhost:{workers}', '--gloo', *worker]
@@ -71,21 +84,37 @@ def engine_command(engine, workers, worker_args, timeout=600):
                      f'{", ".join(ENGINES)}')
 
 
-def run_job(engine, workers, batch_size, num_train, num_test, timeout):
+def run_job(engine, workers, batch_size, num_train, num_test, timeout,
+            servers=1, rate=None, hosts=1):
     """Run one training job; return its stats with ``bytes`` added.
+
+    ``rate`` limits the network (``'100mbit'``); ``hosts=2`` places the
+    workers on two emulated hosts, and ``bytes`` is then what crossed
+    the link between them.
 
     Raises
     ------
     RuntimeError
-        If the job fails (its output above says why).
+        If the job fails (its output above says why), or the network
+        cannot be emulated here.
     """
     with tempfile.TemporaryDirectory() as tmp:
         stats_path = os.path.join(tmp, 'stats.json')
         args = ['--epochs', '1', '--batch-size', str(batch_size),
                 '--num-train', str(num_train), '--num-test', str(num_test),
                 '--stats-to', stats_path]
-        command = engine_command(engine, workers, args, timeout)
-        status, sent = run_counting_bytes(command, timeout + 30)
+        command = engine_command(engine, workers, args, timeout, servers)
+        if hosts == 1:
+            status, sent = run_counting_bytes(command, timeout + 30, rate)
+        elif engine != 'kvstore':
+            raise RuntimeError('two emulated hosts run the parameter '
+                               'server only (horovodrun needs ssh)')
+        else:
+            with netem.EmulatedHosts(rate) as net:
+                status = launch(command[command.index('--') + 1:],
+                                workers, servers, timeout=timeout,
+                                hosts=net.hosts)
+                sent = net.sent()
         if status != 0 or not os.path.exists(stats_path):
             raise RuntimeError(f'the {engine} job failed (status {status}):'
                                f' {" ".join(command)}')
@@ -95,7 +124,7 @@ def run_job(engine, workers, batch_size, num_train, num_test, timeout):
 
 
 def measure_engine(engine, workers=2, batch_size=128, steps=(10, 40),
-                   num_test=512, timeout=600):
+                   num_test=512, timeout=600, servers=1):
     """Seconds and loopback bytes of one training step on ``engine``.
 
     Parameters
@@ -120,12 +149,12 @@ def measure_engine(engine, workers=2, batch_size=128, steps=(10, 40),
     """
     global_batch = batch_size * workers
     short, long = (run_job(engine, workers, batch_size, s * global_batch,
-                           num_test, timeout) for s in steps)
+                           num_test, timeout, servers) for s in steps)
     per_step = None
     if short['bytes'] is not None and long['bytes'] is not None:
         per_step = ((long['bytes'] - short['bytes'])
                     / (long['steps'] - short['steps']))
-    return {'engine': engine, 'workers': workers,
+    return {'engine': engine, 'workers': workers, 'servers': servers,
             'sec_per_step': long['seconds'] / long['steps'],
             'bytes_per_step': per_step, 'test_acc': long['test_acc']}
 
@@ -142,4 +171,119 @@ def format_engines(rows):
         ratio = f'{sent / n:6.2f}' if sent is not None else f'{"n/a":>6}'
         lines.append(f'{r["engine"]:>8} {r["workers"]:>7} '
                      f'{1e3 * r["sec_per_step"]:8.1f} {mb} {ratio}')
+    return '\n'.join(lines)
+
+
+class _Alone:
+    """An engine of one worker that sums nothing: compute only."""
+    rank, num_workers = 0, 1
+
+    def sum_(self, arrays, first_key=0):
+        pass
+
+
+def compute_seconds(batch_size=64, steps=20):
+    """Seconds of one worker's step without communication, in-process.
+
+    The same :func:`d2lpar.dist.worker.worker_step`, on a minibatch of
+    ``batch_size``, with an engine that does not communicate.
+    """
+    params = get_params(init_lenet_params(0, 0.1), npx.cpu())
+    train_iter, _ = load_fashion_mnist(batch_size, num_train=batch_size,
+                                       num_test=batch_size, seed=0)
+    X, y = next(iter(train_iter))
+    worker_step(_Alone(), X, y, params, 0.1)  # warm-up
+    npx.waitall()
+    start = time.perf_counter()
+    for _ in range(steps):
+        worker_step(_Alone(), X, y, params, 0.1)
+    npx.waitall()
+    return (time.perf_counter() - start) / steps
+
+
+def model_shape(servers, hosts):
+    """The cost model's algorithm for a parameter-server placement.
+
+    On one host every process shares one loopback: all ``2kN`` bytes of
+    a step (each worker pushes and pulls ``N``) cross the same link,
+    whatever the servers, as in the ``'cpu'`` shape. On two hosts, with
+    worker ``i`` and server ``i`` on host ``i``, one server is the naive
+    reduce onto host 0's device; one server per worker is the sharded
+    allreduce.
+    """
+    if hosts == 1:
+        return 'cpu'
+    return 'naive' if servers == 1 else 'sharded'
+
+
+def predict_step(compute, rate, servers=1, hosts=1, workers=2,
+                 latency=50e-6):
+    """Predicted seconds per step: compute plus the model's transfers.
+
+    Parameters
+    ----------
+    compute : float
+        Seconds of one worker's step without communication
+        (:func:`compute_seconds`).
+    rate : str
+        The link's rate (``'100mbit'``).
+    servers, hosts, workers : int, optional
+    latency : float, optional
+        Seconds per message (alpha).
+    """
+    bandwidth = netem.parse_rate(rate) / 8
+    return compute + allreduce_time(model_shape(servers, hosts), workers,
+                                    gradient_bytes(), bandwidth, latency)
+
+
+def measure_network(rates, servers=(1, 2), hosts=1, workers=2,
+                    batch_size=64, steps=20, num_test=256, timeout=300):
+    """Step time on an emulated network at each rate, and the model's.
+
+    One job per (servers, rate). Returns a list of dicts: ``servers``,
+    ``hosts``, ``rate``, ``sec_per_step`` (measured), ``predicted``,
+    ``compute`` (seconds without communication), ``bytes_per_step``
+    (bytes of the whole job over its steps: an upper bound that
+    includes start-up and evaluation).
+
+    Raises
+    ------
+    RuntimeError
+        Where this machine cannot emulate the network (see
+        :func:`d2lpar.dist.netem.why_not`).
+    """
+    for rate in rates:
+        netem.parse_rate(rate)  # a typo fails here, not in a job
+    reason = netem.why_not(hosts)
+    if reason:
+        raise RuntimeError(f'cannot emulate the network here: {reason}')
+    compute = compute_seconds(batch_size)
+    rows = []
+    for s in servers:
+        for rate in rates:
+            job = run_job('kvstore', workers, batch_size,
+                          steps * batch_size * workers, num_test, timeout,
+                          s, rate, hosts)
+            rows.append({
+                'servers': s, 'hosts': hosts, 'rate': rate,
+                'sec_per_step': job['seconds'] / job['steps'],
+                'predicted': predict_step(compute, rate, s, hosts, workers),
+                'compute': compute,
+                'bytes_per_step': job['bytes'] / job['steps']})
+    return rows
+
+
+def format_network(rows):
+    """A table of :func:`measure_network` rows."""
+    n = gradient_bytes()
+    lines = [f'gradients N = {n / 1e6:.2f} MB; compute alone '
+             f'{1e3 * rows[0]["compute"]:.1f} ms per step' if rows else '',
+             f'{"hosts":>5} {"servers":>7} {"rate":>8} {"ms/step":>8} '
+             f'{"model":>7} {"ratio":>6} {"job MB/step":>11}']
+    for r in rows:
+        lines.append(
+            f'{r["hosts"]:>5} {r["servers"]:>7} {r["rate"]:>8} '
+            f'{1e3 * r["sec_per_step"]:8.1f} {1e3 * r["predicted"]:7.1f} '
+            f'{r["sec_per_step"] / r["predicted"]:6.2f} '
+            f'{r["bytes_per_step"] / 1e6:11.2f}')
     return '\n'.join(lines)

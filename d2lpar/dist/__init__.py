@@ -5,8 +5,11 @@
 - :mod:`d2lpar.dist.worker`: one worker's training loop and checkpoints;
 - :mod:`d2lpar.dist.launch`: start a ps-lite job (scheduler, servers,
   workers) on this machine;
+- :mod:`d2lpar.dist.guard`: run a Python worker so that a failure ends
+  its process at once (ps-lite would keep it alive);
 - :mod:`d2lpar.dist.loopback`: run a job in a network namespace of its
   own and count the bytes it sends.
 """
-from . import engines, launch, loopback, worker
-__all__ = ['engines', 'launch', 'loopback', 'worker']
+from . import engines, guard, launch, loopback, worker
+
+__all__ = ['engines', 'guard', 'launch', 'loopback', 'worker']

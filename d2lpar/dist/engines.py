@@ -18,6 +18,14 @@ ENGINES = {
 }
 
 
+# Every distributed kvstore this process created. Its destructor is
+# ps-lite's Finalize, a barrier that waits for every other worker: freed
+# while an exception unwinds (the other workers still training), it would
+# block this process forever. Kept here, it is freed only at interpreter
+# shutdown, which a failed worker skips (see d2lpar.dist.guard).
+_KEEP_ALIVE = []
+
+
 class EngineError(RuntimeError):
     """An engine cannot start here; the message says what to do."""
 
@@ -49,6 +57,7 @@ class ParameterServer:
                 'workers with `python -m d2lpar launch --workers 2 -- '
                 'python -m d2lpar worker ...`')
         self.kv = mx.kv.create(kind)
+        _KEEP_ALIVE.append(self.kv)
         self.rank, self.num_workers = self.kv.rank, self.kv.num_workers
         self._keys = set()
 

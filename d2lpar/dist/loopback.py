@@ -6,8 +6,9 @@ in a network namespace of its own (``unshare --net``), whose loopback
 carries nothing but the job, and the interface's byte counter before and
 after is exactly what the job sent, TCP/IP headers included.
 
-``python -m d2lpar.dist.loopback REPORT -- COMMAND ...`` is the part that runs
-inside the namespace.
+``python -m d2lpar.dist.loopback REPORT [RATE] -- COMMAND ...`` is the part
+that runs inside the namespace; with a RATE such as ``100mbit`` it first
+limits the namespace's loopback (:mod:`d2lpar.dist.netem`).
 """
 import json
 import os
@@ -15,6 +16,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+
+from .netem import parse_rate, tbf_command, why_not
 
 
 def loopback_tx_bytes():
@@ -43,7 +46,7 @@ def namespace_prefix():
     return prefix if probe.returncode == 0 else None
 
 
-def run_counting_bytes(command, timeout):
+def run_counting_bytes(command, timeout, rate=None):
     """Run ``command`` with a private loopback; return ``(status, bytes)``.
 
     Parameters
@@ -53,6 +56,8 @@ def run_counting_bytes(command, timeout):
         goes to this process's output.
     timeout : float
         Seconds before the whole job is killed (status 124).
+    rate : str, optional
+        Limit the private loopback to this rate (``'100mbit'``).
 
     Returns
     -------
@@ -62,18 +67,34 @@ def run_counting_bytes(command, timeout):
         Bytes the job sent over loopback; None where this machine cannot
         give a job its own namespace (see :func:`namespace_prefix`): the
         job then runs as it is, uncounted.
+
+    Raises
+    ------
+    RuntimeError
+        If ``rate`` is given but this machine cannot limit a private
+        loopback (the message says why).
     """
     prefix = namespace_prefix()
+    if rate is not None:
+        parse_rate(rate)  # a typo fails here, not inside the namespace
+        reason = why_not(hosts=1)
+        if reason:
+            raise RuntimeError(f'cannot emulate a {rate} network: {reason}')
     if prefix is None:
         return _run(command, timeout), None
     with tempfile.TemporaryDirectory() as tmp:
         report = os.path.join(tmp, 'bytes.json')
-        inner = [sys.executable, '-m', 'd2lpar.dist.loopback', report, '--']
+        inner = [sys.executable, '-c', _INNER, report,
+                 *([rate] if rate else []), '--']
         status = _run(prefix + inner + list(command), timeout)
         if not os.path.exists(report):
             return status, None
         with open(report) as f:
             return status, json.load(f)['sent']
+
+
+# Runs main() in the namespace (python -m would import this module twice).
+_INNER = 'import sys; from d2lpar.dist.loopback import main; sys.exit(main())'
 
 
 def _run(command, timeout):
@@ -90,8 +111,11 @@ def _run(command, timeout):
 def main(argv=None):
     """Inside the namespace: bring ``lo`` up, run the job, write bytes."""
     argv = sys.argv[1:] if argv is None else argv
-    report, command = argv[0], argv[2:]  # REPORT -- COMMAND...
+    split = argv.index('--')  # REPORT [RATE] -- COMMAND...
+    report, rate, command = argv[0], argv[1:split], argv[split + 1:]
     subprocess.run(['ip', 'link', 'set', 'lo', 'up'], check=True)
+    if rate:
+        subprocess.run(tbf_command('lo', rate[0]), check=True)
     before = loopback_tx_bytes()
     status = subprocess.run(command).returncode
     with open(report, 'w') as f:

@@ -8,6 +8,7 @@ one process would take on the whole minibatch.
 """
 import json
 import os
+import zipfile
 
 import mxnet as mx
 import numpy as onp
@@ -15,13 +16,20 @@ from d2l import mxnet as d2l
 from mxnet import autograd, np, npx
 
 from ..data import load_fashion_mnist
-from .engines import make_engine
-from ..model import init_lenet_params, lenet
+from ..model import LENET_SHAPES, init_lenet_params, lenet
 from ..parameters import get_params
 from ..splitting import shard_sizes
 from ..training import cross_entropy
+from .engines import make_engine
 
-ACC_KEY = 1000  # kvstore key for the (correct, total) evaluation counts
+# The engine sums arrays by key; the parameters' gradients use keys
+# 0, 1, ..., so the evaluation counts take one far beyond them.
+COUNTS_KEY = 1000
+CHECKPOINT_FORMAT = 'd2lpar-checkpoint-1'
+
+
+class CheckpointError(ValueError):
+    """A checkpoint cannot be used; the message names it and what to do."""
 
 
 def my_shard(X, y, rank, num_workers):
@@ -32,12 +40,18 @@ def my_shard(X, y, rank, num_workers):
 
 
 def worker_step(engine, X, y, params, lr):
-    """Local gradients, summed over all workers by the engine."""
+    """One SGD step on the global minibatch ``X, y``, as one worker.
+
+    The worker computes the gradient of its own shard, the engine sums
+    the gradients over all workers, and every worker applies the same
+    update, divided by the global batch size.
+    """
+    Xs, ys = my_shard(X, y, engine.rank, engine.num_workers)
     with autograd.record():
-        l = cross_entropy(lenet(X, params), y).sum()
+        l = cross_entropy(lenet(Xs, params), ys).sum()
     l.backward()
     engine.sum_([p.grad for p in params])
-    return l
+    d2l.sgd(params, lr, X.shape[0])
 
 
 def global_accuracy(engine, params, test_iter):
@@ -46,28 +60,94 @@ def global_accuracy(engine, params, test_iter):
     for X, y in test_iter:
         Xs, ys = my_shard(X, y, engine.rank, engine.num_workers)
         counts += np.array([d2l.accuracy(lenet(Xs, params), ys), ys.size])
-    engine.sum_([counts], first_key=ACC_KEY)
+    engine.sum_([counts], first_key=COUNTS_KEY)
     return float(counts[0] / counts[1])
 
 
-def save_params(params, path, epoch=0):
+def save_checkpoint(params, path, epoch, num_workers):
     """Write a checkpoint atomically: to a temporary file, then rename.
 
     A crash while writing leaves the previous checkpoint intact, never a
-    half-written one. Arrays are ``arr_0`` ... ``arr_7``; ``epoch`` is
-    the number of finished epochs.
+    half-written one. Besides the arrays it records the finished
+    ``epoch``, the job's ``num_workers`` and the arrays' shapes, so that
+    :func:`load_checkpoint` can refuse a run it does not belong to.
     """
+    meta = {'format': CHECKPOINT_FORMAT, 'epoch': int(epoch),
+            'num_workers': int(num_workers),
+            'shapes': [list(p.shape) for p in params]}
+    arrays = {f'param_{i}': p.asnumpy() for i, p in enumerate(params)}
     tmp = f'{path}.tmp-{os.getpid()}'
     with open(tmp, 'wb') as f:
-        onp.savez(f, *[p.asnumpy() for p in params], epoch=epoch)
+        onp.savez(f, meta=onp.array(json.dumps(meta)), **arrays)
     os.replace(tmp, path)
 
 
-def load_checkpoint(path):
-    """Return ``(params, finished_epochs)`` from :func:`save_params`."""
-    with onp.load(path) as saved:
-        params = [np.array(saved[f'arr_{i}']) for i in range(8)]
-        return params, int(saved['epoch'])
+def load_checkpoint(path, num_workers=None, shapes=None):
+    """Return ``(params, finished_epochs)`` from :func:`save_checkpoint`.
+
+    Parameters
+    ----------
+    path : str
+    num_workers : int, optional
+        Refuse a checkpoint written by a job of another size.
+    shapes : list of tuple, optional
+        Refuse a checkpoint of another model (e.g. LeNet's shapes).
+
+    Raises
+    ------
+    CheckpointError
+        If the file is corrupt, truncated, not a d2lpar checkpoint, or
+        belongs to another number of workers or another model.
+    """
+    meta, arrays = _read_checkpoint(path)
+    saved = [tuple(s) for s in meta['shapes']]
+    if shapes is not None and saved != [tuple(s) for s in shapes]:
+        raise CheckpointError(
+            f'{path} holds a model with shapes {saved}, not {list(shapes)}'
+            f'; resume only the model it was written for, or delete it '
+            f'to start afresh')
+    if num_workers is not None and meta['num_workers'] != num_workers:
+        raise CheckpointError(
+            f'{path} was written by a job of {meta["num_workers"]} '
+            f'workers, not {num_workers}: the global batch and the data '
+            f'order would differ. Resume with --workers '
+            f'{meta["num_workers"]}, or delete it to start afresh')
+    return [np.array(a) for a in arrays], meta['epoch']
+
+
+def _read_checkpoint(path):
+    try:
+        with onp.load(path, allow_pickle=False) as saved:
+            meta = json.loads(str(saved['meta']))
+            if meta.get('format') != CHECKPOINT_FORMAT:
+                raise KeyError('format')
+            arrays = [saved[f'param_{i}']
+                      for i in range(len(meta['shapes']))]
+    except (ValueError, KeyError, OSError, EOFError,
+            zipfile.BadZipFile) as e:
+        raise CheckpointError(
+            f'{path} is not a readable d2lpar checkpoint ({type(e).__name__}'
+            f': {e}); it may be truncated or written by another program. '
+            f'Delete it (or pass another --save-to) to start afresh, or '
+            f'drop --resume') from e
+    return meta, arrays
+
+
+def start_state(engine, seed, init_scale, save_to, resume):
+    """Rank 0's parameters and finished epochs, on every worker.
+
+    Rank 0 starts from fresh parameters, or from its checkpoint when
+    resuming; the engine broadcasts both, so only rank 0 reads the file.
+    """
+    params, done = init_lenet_params(seed, init_scale), 0
+    if (engine.rank == 0 and resume and save_to
+            and os.path.exists(save_to)):
+        params, done = load_checkpoint(
+            save_to, engine.num_workers, [s for _, s in LENET_SHAPES])
+    params = get_params(params, mx.cpu())
+    progress = np.array([float(done)])
+    engine.broadcast_(params + [progress])
+    return params, int(progress[0])
 
 
 def run_worker(epochs=1, batch_size=64, lr=0.1, seed=0, init_scale=0.1,
@@ -103,35 +183,37 @@ def run_worker(epochs=1, batch_size=64, lr=0.1, seed=0, init_scale=0.1,
     -------
     list of float
         Test accuracy after each epoch.
+
+    Raises
+    ------
+    CheckpointError
+        When resuming from a checkpoint that is unreadable or belongs to
+        another job (on rank 0; the launcher then stops the others).
     """
     engine = make_engine(engine, os.environ.get('D2LPAR_KVSTORE',
                                                 'dist_sync'))
-    rank, nw = engine.rank, engine.num_workers
-    params, done = init_lenet_params(seed, init_scale), 0
-    if resume and save_to and os.path.exists(save_to):
-        params, done = load_checkpoint(save_to)
+    rank, num_workers = engine.rank, engine.num_workers
+    params, done = start_state(engine, seed, init_scale, save_to, resume)
+    if done:
         print(f'rank {rank}: resuming after epoch {done}', flush=True)
-    params = get_params(params, mx.cpu())
-    engine.broadcast_(params)  # every worker starts from rank 0's values
     train_iter, test_iter = load_fashion_mnist(
-        batch_size * nw, data_dir, num_train=num_train, num_test=num_test,
-        seed=seed, start_epoch=done)
-    stats = {'engine': engine.name, 'workers': nw, 'epochs': []}
+        batch_size * num_workers, data_dir, num_train=num_train,
+        num_test=num_test, seed=seed, start_epoch=done)
+    stats = {'engine': engine.name, 'workers': num_workers, 'epochs': []}
     for epoch in range(done, epochs):
         timer, steps = d2l.Timer(), 0
         for X, y in train_iter:
-            worker_step(engine, *my_shard(X, y, rank, nw), params, lr)
-            d2l.sgd(params, lr, X.shape[0])
+            worker_step(engine, X, y, params, lr)
             steps += 1
         npx.waitall()
         seconds = timer.stop()
         acc = global_accuracy(engine, params, test_iter)
         stats['epochs'].append({'steps': steps, 'seconds': seconds,
                                 'test_acc': acc})
-        print(f'rank {rank}/{nw} epoch {epoch + 1}: test acc {acc:.3f}, '
-              f'{seconds:.1f} sec', flush=True)
+        print(f'rank {rank}/{num_workers} epoch {epoch + 1}: test acc '
+              f'{acc:.3f}, {seconds:.1f} sec', flush=True)
         if rank == 0 and save_to:
-            save_params(params, save_to, epoch + 1)
+            save_checkpoint(params, save_to, epoch + 1, num_workers)
     if rank == 0 and stats_to:
         with open(stats_to, 'w') as f:
             json.dump(stats, f)

@@ -1,0 +1,107 @@
+"""The emulated network: rates, the token bucket, hosts joined by a
+rate-limited link, and the job plan that places processes on them."""
+import sys
+
+import pytest
+
+import d2lpar as dp
+from d2lpar.bench import engines as be
+from d2lpar.dist import loopback, netem
+from d2lpar.dist.launch import job_plan
+
+SEND = '''
+import socket, sys, threading, time
+n = int(sys.argv[1])
+server = socket.socket()
+server.bind(("127.0.0.1", 0))
+server.listen()
+client = socket.create_connection(server.getsockname())
+peer, _ = server.accept()
+threading.Thread(target=client.sendall, args=(b"x" * n,)).start()
+start, got = time.monotonic(), 0
+while got < n:
+    got += len(peer.recv(1 << 16))
+sys.exit(0 if time.monotonic() - start > float(sys.argv[2]) else 9)
+'''
+
+
+def test_rates_are_parsed_and_typos_refused():
+    assert netem.parse_rate('100mbit') == 100e6
+    assert netem.parse_rate('1.5gbit') == 1.5e9
+    with pytest.raises(ValueError, match="'5xbit' is not a tc rate"):
+        netem.parse_rate('5xbit')
+
+
+def test_bucket_holds_at_least_a_loopback_packet():
+    """A bucket smaller than loopback's 64 KiB packets stalls every
+    transfer; at high rates it holds 10 ms of traffic."""
+    for rate in ('1mbit', '100mbit', '10gbit'):
+        command = netem.tbf_command('lo', rate)
+        burst = int(command[command.index('burst') + 1])
+        assert burst >= 64 * 1024
+        assert burst >= netem.parse_rate(rate) / 8 * 0.01
+
+
+def test_job_plan_places_roles_on_hosts_in_turn():
+    """Scheduler on the first host; servers and workers dealt in turn,
+    each with its own address in DMLC_NODE_HOST and the first host's
+    in DMLC_PS_ROOT_URI."""
+    hosts = [netem.Host('10.0.0.1', ()), netem.Host('10.0.0.2', ())]
+    plan = job_plan(['w'], workers=2, servers=2, port=1234, hosts=hosts)
+    placed = {name: env['DMLC_NODE_HOST'] for name, _, env, _ in plan}
+    assert placed == {'scheduler': '10.0.0.1', 'server 0': '10.0.0.1',
+                      'server 1': '10.0.0.2', 'worker 0': '10.0.0.1',
+                      'worker 1': '10.0.0.2'}
+    assert {env['DMLC_PS_ROOT_URI'] for _, _, env, _ in plan} == \
+        {'10.0.0.1'}
+
+
+def test_model_shape_follows_the_placement():
+    assert be.model_shape(1, hosts=1) == be.model_shape(2, hosts=1) == 'cpu'
+    assert be.model_shape(1, hosts=2) == 'naive'
+    assert be.model_shape(2, hosts=2) == 'sharded'
+    n = be.gradient_bytes()
+    fast = be.predict_step(0.01, '10gbit')
+    slow = be.predict_step(0.01, '100mbit')
+    assert slow - 0.01 == pytest.approx(
+        dp.costmodel.allreduce_time('cpu', 2, n, 100e6 / 8, 50e-6))
+    assert fast < slow
+
+
+@pytest.mark.skipif(netem.why_not(1) is not None,
+                    reason='no rate-limited namespace here')
+def test_rate_limited_loopback_is_slower_than_the_rate_allows():
+    """5 MB at 10 Mbit/s cannot arrive in less than 3 s (4 s at the full
+    rate); the bytes are counted as usual."""
+    status, sent = loopback.run_counting_bytes(
+        [sys.executable, '-c', SEND, '5000000', '3'], timeout=60,
+        rate='10mbit')
+    assert status == 0
+    assert 5_000_000 <= sent < 5_300_000
+
+
+@pytest.mark.skipif(netem.why_not(2) is not None,
+                    reason='two emulated hosts need root here')
+def test_two_hosts_reach_each_other_only_over_the_link():
+    """A process on host 2 reaches host 1's address; every byte it sends
+    crosses the link and is counted, and the namespaces are gone after."""
+    import subprocess
+    listen = ('import socket; s = socket.socket(); s.bind(("10.99.0.1", '
+              '5000)); s.listen(); c, _ = s.accept(); n = 0\n'
+              'while True:\n    d = c.recv(65536)\n    n += len(d)\n'
+              '    if not d: break\nprint(n)')
+    talk = ('import socket, time; time.sleep(1); '
+            'c = socket.create_connection(("10.99.0.1", 5000)); '
+            'c.sendall(b"x" * 1000000); c.close()')
+    with netem.EmulatedHosts('100mbit') as net:
+        server = subprocess.Popen([*net.hosts[0].prefix, sys.executable,
+                                   '-c', listen], stdout=subprocess.PIPE,
+                                  text=True)
+        subprocess.run([*net.hosts[1].prefix, sys.executable, '-c', talk],
+                       check=True, timeout=60)
+        assert server.communicate(timeout=60)[0].strip() == '1000000'
+        assert 1_000_000 <= net.sent() < 1_200_000
+        names = net.names
+    listed = subprocess.run(['ip', 'netns', 'list'], capture_output=True,
+                            text=True).stdout
+    assert not any(name in listed for name in names)
