@@ -30,6 +30,10 @@ from .data import load_fashion_mnist
 from .idx import DatasetError
 from .devices import devices
 from .evaluation import evaluate_accuracy, evaluate_accuracy_sharded
+from .homework import (check_allreduce, check_average_params,
+                       check_evaluate, check_grad_accumulation,
+                       check_ring_schedule, check_split_batch,
+                       check_train_batch, check_train_epoch)
 from .kvstore import kvstore_allreduce
 from .model import LENET_SHAPES, init_lenet_params, lenet
 from .parameters import get_params
@@ -51,4 +55,7 @@ __all__ = [
     'ring_allreduce', 'run_schedule', 'shard_sizes', 'sharded_allreduce',
     'flat_view', 'split_batch', 'train',
     'train_batch',
+    'check_allreduce', 'check_average_params', 'check_evaluate',
+    'check_grad_accumulation', 'check_ring_schedule', 'check_split_batch',
+    'check_train_batch', 'check_train_epoch',
 ]

@@ -20,7 +20,9 @@ def allreduce_cases():
                 size = int(onp.prod(shape))
                 cases.append({'k': k, 'shape': shape, 'dtype': dtype,
                               'what': f'k={k} devices, shape {shape} '
-                                      f'({size} elements), {dtype}'})
+                                      f'({size} element'
+                                      f'{"s" if size > 1 else ""}), '
+                                      f'{dtype}'})
     return cases
 
 
@@ -42,7 +44,8 @@ def _close(got, want, dtype):
         got, want, rtol=RTOL[dtype], atol=0)
 
 
-def diagnose_sum(originals, inputs, case, list_after=None, returned=None):
+def diagnose_sum(originals, inputs, case, list_after=None, returned=None,
+                 mean=False):
     """Name what is wrong with an allreduce's effect, or None if right.
 
     Parameters
@@ -58,9 +61,12 @@ def diagnose_sum(originals, inputs, case, list_after=None, returned=None):
         have been rebound).
     returned : object, optional
         What the function returned.
+    mean : bool, optional
+        The mean is wanted (parameter averaging), not the sum.
     """
     dtype, k = case['dtype'], len(inputs)
-    want = onp.sum(onp.stack(inputs).astype('float64'), axis=0)
+    total = onp.sum(onp.stack(inputs).astype('float64'), axis=0)
+    want, other = (total / k, total) if mean else (total, total / k)
     got = [a.asnumpy() for a in originals]
     if all(_close(g, want, dtype) for g in got):
         return None
@@ -84,14 +90,15 @@ def diagnose_sum(originals, inputs, case, list_after=None, returned=None):
                     f'{a.dtype} array; the input was {originals[i].dtype}')
     for i, a in elsewhere:
         if isinstance(a, np.ndarray) and _close(a.asnumpy(), want, dtype):
-            return ('not-in-place', f'{expect}; the sum is in a new array '
+            return ('not-in-place', f'{expect}; the result is in a new array '
                     f'(data[{i}] rebound or returned), but the caller\'s '
                     f'data[{i}] still holds {show(got[i])}')
     if all(_close(g, v, dtype) for g, v in zip(got, inputs)) and k > 1:
         return ('did-nothing', f'{expect}; got the inputs back unchanged, '
                 f'e.g. data[1] = {show(got[1])}')
-    if k > 1 and all(_close(g, want / k, dtype) for g in got):
-        return ('averaged', f'{expect}; got the mean {show(got[0])}')
+    if k > 1 and all(_close(g, other, dtype) for g in got):
+        return ('summed' if mean else 'averaged',
+                f'{expect}; got {show(got[0])}')
     if dtype == 'float64' and all(_close(g, want, 'float32') for g in got):
         err = max(float(onp.abs(g - want).max()) for g in got)
         return ('changed-dtype', f'{expect}; got it only to float32 '
@@ -99,9 +106,10 @@ def diagnose_sum(originals, inputs, case, list_after=None, returned=None):
     right = [i for i, g in enumerate(got) if _close(g, want, dtype)]
     if right:
         wrong = next(i for i in range(k) if i not in right)
-        return ('not-broadcast', f'{expect}; data{right} hold it but '
+        return ('not-broadcast', f'{expect}; devices {right} hold it but '
                 f'data[{wrong}] = {show(got[wrong])}')
-    return ('wrong-sum', f'{expect}; got data[0] = {show(got[0])}')
+    return ('wrong-mean' if mean else 'wrong-sum',
+            f'{expect}; got data[0] = {show(got[0])}')
 
 
 def _allreduce_case(fn, case):
