@@ -104,10 +104,11 @@ def diagnose_sum(originals, inputs, case, list_after=None, returned=None,
         return ('changed-dtype', f'{expect}; got it only to float32 '
                 f'precision (off by up to {err:.2g})')
     right = [i for i, g in enumerate(got) if _close(g, want, dtype)]
-    if right:
-        wrong = next(i for i in range(k) if i not in right)
+    wrong = [i for i in range(k) if i not in right]
+    if right and all(_close(got[i], inputs[i], dtype) for i in wrong):
         return ('not-broadcast', f'{expect}; devices {right} hold it but '
-                f'data[{wrong}] = {show(got[wrong])}')
+                f'data[{wrong[0]}] still holds its input '
+                f'{show(got[wrong[0]])}')
     return ('wrong-mean' if mean else 'wrong-sum',
             f'{expect}; got data[0] = {show(got[0])}')
 

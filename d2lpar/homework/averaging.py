@@ -99,8 +99,8 @@ def _epoch_case(fn, case):
     objects = [list(p) for p in device_params]
     with _CountWaits() as waits:
         call(fn, batches, device_params, devs, LR)
+    before = values(reference)
     for X, y in batches:
-        before = values(reference)
         one_device_step(reference, X, y)
     found = diagnose_step(before, device_params, objects, devs,
                           values(reference), 0)

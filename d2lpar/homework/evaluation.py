@@ -62,12 +62,13 @@ def _evaluate_case(fn, case):
     batches, device_params, devs, right = make_data(case)
     got = call(fn, device_params, batches, devs)
     if got is None:
-        return ('bad-return', 'returned None; return the accuracy as a '
-                'float')
+        return ('bad-return', 'expected the accuracy as a float; got '
+                'None')
     try:
         got = float(got)
     except (TypeError, ValueError):
-        return ('bad-return', f'returned {got!r:.100}, not a number')
+        return ('bad-return', f'expected the accuracy as a float; got '
+                f'{got!r:.100}')
     options = alternatives(right, case['k'])
     want = options.pop(None)
     if abs(got - want) < 1e-6:

@@ -41,7 +41,7 @@ def _schedule_case(fn, case):
     k, n = case['k'], case['shape'][0]
     schedule = call(fn, k)
     if schedule is None:
-        return ('bad-return', 'returned None; return the list of steps')
+        return ('bad-return', 'expected a list of steps; got None')
     problem = _structure(schedule, k)
     if problem:
         return ('not-a-schedule', problem)

@@ -3,7 +3,7 @@ import numpy as onp
 from mxnet import np
 
 from ..devices import devices as make_devices
-from .report import call, run_cases
+from .report import StudentError, call, run_cases
 
 
 def split_cases():
@@ -44,16 +44,19 @@ def _split_case(fn, case):
     X, y = make_batch(n, case['feature'], case['dtype'])
     if n < k:
         try:
-            fn(X, y, devs)
-        except ValueError:
-            return None
-        except Exception:  # noqa: BLE001 - any other error is a mistake
-            pass
+            out = call(fn, X, y, devs)
+        except StudentError as e:
+            if isinstance(e.error, ValueError):
+                return None
+            raise
+        if out is None:
+            return ('bad-return', 'expected (X_shards, y_shards) or a '
+                    'ValueError; got None')
         return ('accepted-bad-input', f'expected ValueError for {n} '
-                f'examples on {k} devices')
+                f'examples on {k} devices; got shards instead')
     out = call(fn, X, y, devs)
     if out is None:
-        return ('bad-return', 'returned None; return (X_shards, y_shards)')
+        return ('bad-return', 'expected (X_shards, y_shards); got None')
     if not (isinstance(out, (tuple, list)) and len(out) == 2
             and all(isinstance(s, (list, tuple)) and len(s) == k
                     for s in out)):

@@ -87,16 +87,22 @@ def diagnose_step(before, device_params, objects, devs, want, step,
                         f'their attached gradients are lost')
     got = [values(params) for params in device_params]
     tag = f'after step {step + 1}: '
+    ref = _flat(want) - _flat(before)
+    ratios = [_ratio(_flat(g) - _flat(before), ref) for g in got]
     for i in range(1, len(got)):
         if not same(got[i], got[0], 1e-5, 1e-7):
             j = next(j for j, (a, b) in enumerate(zip(got[i], got[0]))
                      if not onp.allclose(a, b, 1e-5, 1e-7))
+            if None not in ratios:
+                return ('wrong-scale', f'{tag}the replicas moved in the '
+                        f'right direction but by {_fmt(ratios)} times the '
+                        f'expected step (shard sizes differ, so dividing '
+                        f'by the shard size breaks the replicas apart)')
             return ('replicas-diverge', f'{tag}parameter {j} on device '
                     f'{i} = {show(got[i][j])} but on device 0 = '
                     f'{show(got[0][j])}')
     if same(got[0], want):
         return None
-    ref = _flat(want) - _flat(before)
     delta = _flat(got[0]) - _flat(before)
     j = next(j for j, (a, b) in enumerate(zip(got[0], want))
              if not onp.allclose(a, b, RTOL, ATOL))
@@ -109,8 +115,18 @@ def diagnose_step(before, device_params, objects, devs, want, step,
             return code, text
     if step > 0:
         return 'stale-gradients', text
-    ratio = delta @ ref / (ref @ ref)
-    if onp.linalg.norm(delta - ratio * ref) < 1e-3 * onp.linalg.norm(ref):
-        return ('wrong-scale', f'{text}; your update is {ratio:.4g} times '
-                f'the expected one')
+    if ratios[0] is not None:
+        return ('wrong-scale', f'{text}; your update is {ratios[0]:.4g} '
+                f'times the expected one')
     return 'not-one-device-step', text
+
+
+def _ratio(delta, ref):
+    """c when ``delta`` is c times ``ref`` (c not 0 or 1), else None."""
+    c = delta @ ref / (ref @ ref)
+    off = onp.linalg.norm(delta - c * ref) > 1e-3 * onp.linalg.norm(ref)
+    return None if off or abs(c) < 1e-3 else float(c)
+
+
+def _fmt(ratios):
+    return ', '.join(f'{r:.4g}' for r in ratios)
