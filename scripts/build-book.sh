@@ -15,6 +15,7 @@ for chapter in book/*.md; do
     "$venv/bin/jupytext" --quiet --to ipynb \
         -o "_build/extra/notebooks/$(basename "${chapter%.md}").ipynb" "$chapter"
 done
+scripts/make-homework.sh "$venv"  # student notebooks, teacher's executed
 start=$(date +%s)
 "$venv/bin/jupyter-book" build . --all -W --keep-going
 echo "book: built _build/html in $(( $(date +%s) - start )) s${D2LPAR_QUICK:+ (quick mode)}"

@@ -2,6 +2,7 @@
 
 A check reports the first mistake it recognises in a case; the codes are
 short so that an autograder can count them and a teacher can grep them.
+The codes and their hints (the dict ``MISTAKES``):
 """
 
 # code: hint shown to the student
@@ -89,6 +90,12 @@ MISTAKES = {
     'synced-every-batch': 'You waited for the devices after every batch '
                           '(npx.waitall); wait once, at the end.',
 }
+
+
+# The module's documentation lists the table itself, so the book's page
+# of codes can never disagree with what the checks say.
+__doc__ += ''.join(f'\n``{code}``\n    {text}\n'
+                   for code, text in MISTAKES.items())
 
 
 def hint(code):
