@@ -4,7 +4,6 @@ mistake code is named for the bug it stands for.
 Each buggy implementation below makes one mistake a student makes; its
 test fails if the check stops naming that mistake (and only it).
 """
-import mxnet as mx
 import pytest
 from d2l import mxnet as d2l
 from mxnet import autograd, np, npx

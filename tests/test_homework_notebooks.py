@@ -4,8 +4,8 @@ import pathlib
 import jupytext
 import pytest
 
-from d2lpar.homework.notebooks import MARKERS, build, execute, \
-    student_version
+from d2lpar.homework.notebooks import (MARKERS, build, execute,
+                                      student_version)
 
 HOMEWORK = pathlib.Path(__file__).resolve().parent.parent / 'homework'
 ASSIGNMENTS = sorted(HOMEWORK.glob('[0-9]*.md'))
@@ -13,9 +13,8 @@ ASSIGNMENTS = sorted(HOMEWORK.glob('[0-9]*.md'))
 
 def _solution_lines(cell):
     lines = cell.source.splitlines()
-    begin, end = (lines.index(m) if m in lines else
-                  [i for i, l in enumerate(lines) if l.strip() == m][0]
-                  for m in MARKERS)
+    begin, end = (next(i for i, line in enumerate(lines)
+                       if line.strip() == m) for m in MARKERS)
     return [l.strip() for l in lines[begin + 1:end] if l.strip()]
 
 

@@ -1,8 +1,8 @@
 """Checks for parameter averaging and for an epoch without per-batch
 synchronisation."""
+import mxnet as mx
 import numpy as onp
 from mxnet import np, npx
-import mxnet as mx
 
 from ..devices import devices as make_devices
 from .allreduce import diagnose_sum

@@ -1,14 +1,15 @@
 """Checks for a student's train_batch and gradient accumulation."""
-from mxnet import autograd, np
 from d2l import mxnet as d2l
+from mxnet import autograd, np
 
 from ..collectives import allreduce
 from ..model import lenet
+from ..parameters import get_params
 from ..splitting import shard_sizes, split_batch
 from ..training import cross_entropy
 from .report import call, run_cases
-from .steps import (LR, diagnose_step, get_params, make_batches,
-                    one_device_step, start, values)
+from .steps import (LR, diagnose_step, make_batches, one_device_step,
+                    start, values)
 
 
 def train_cases():
