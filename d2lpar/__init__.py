@@ -70,7 +70,6 @@ except AttributeError as err:  # numpy >= 1.24 removed np.bool
         f'pip install "numpy==1.23.5"') from err
 
 from . import bench, checks, costmodel, dist, epochs, figures, schedules
-from .checks import check_allreduce
 from .book import (BookSettings, book_settings, glue_text,
                    show_source)
 from .buckets import bucketed_allreduce
@@ -82,6 +81,10 @@ from .data import load_fashion_mnist
 from .idx import DatasetError
 from .devices import devices
 from .evaluation import evaluate_accuracy, evaluate_accuracy_sharded
+from .homework import (check_allreduce, check_average_params,
+                       check_evaluate, check_grad_accumulation,
+                       check_ring_schedule, check_split_batch,
+                       check_train_batch, check_train_epoch)
 from .kvstore import kvstore_allreduce
 from .model import LENET_SHAPES, init_lenet_params, lenet
 from .parameters import get_params
@@ -93,7 +96,7 @@ __version__ = '0.1.0'
 
 __all__ = [
     'bench', 'checks', 'costmodel', 'dist', 'epochs', 'figures',
-    'schedules', 'check_allreduce',
+    'schedules',
     'BookSettings', 'DatasetError', 'LENET_SHAPES', 'TrainResult',
     'allreduce', 'book_settings', 'bucketed_allreduce',
     'kvstore_allreduce', 'cross_entropy', 'devices', 'doubling_allreduce',
@@ -105,4 +108,7 @@ __all__ = [
     'ring_allreduce', 'run_schedule', 'shard_sizes', 'sharded_allreduce',
     'flat_view', 'split_batch', 'train',
     'train_batch',
+    'check_allreduce', 'check_average_params', 'check_evaluate',
+    'check_grad_accumulation', 'check_ring_schedule', 'check_split_batch',
+    'check_train_batch', 'check_train_epoch',
 ]

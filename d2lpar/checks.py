@@ -196,63 +196,6 @@ CONTRACT = ('the allreduce contract in help(d2lpar.allreduce): '
             'algorithm(data) sums in place and returns None')
 
 
-def check_allreduce(algorithm, devices=None, shapes=((7,), (3, 5))):
-    """Check that ``algorithm`` meets the allreduce contract.
-
-    The contract is written once, in :func:`d2lpar.allreduce`'s
-    docstring: ``algorithm(data)`` returns None and leaves in every
-    ``data[i]`` (the same array object, with its dtype, shape and
-    device) the elementwise sum of all inputs. Homework checks call
-    this function.
-
-    Parameters
-    ----------
-    algorithm : callable
-        The allreduce to check, e.g. a student's ``my_allreduce``.
-    devices : list of mxnet.Context, optional
-        Default: three CPU contexts.
-    shapes : tuple of tuple, optional
-        The array shapes to try (one call each).
-
-    Raises
-    ------
-    ValueError
-        Naming the first broken rule, the array and the fix.
-
-    Examples
-    --------
-    >>> import d2lpar as dp
-    >>> dp.check_allreduce(dp.ring_allreduce)  # passes silently
-    """
-    devices = devices or [mx.cpu(i) for i in range(3)]
-    check_devices(devices, 'check_allreduce')
-    rng = onp.random.default_rng(0)
-    name = getattr(algorithm, '__name__', repr(algorithm))
-    for shape in shapes:
-        values = [rng.integers(-8, 8, shape).astype('float32')
-                  for _ in devices]
-        data = [np.array(v, ctx=d) for v, d in zip(values, devices)]
-        arrays = list(data)  # the caller keeps these objects
-        returned = algorithm(data)
-        check_returned_none(returned, name, 'check_allreduce')
-        want = sum(values)
-        for i, (a, d) in enumerate(zip(arrays, devices)):
-            if a.ctx != d or a.dtype != onp.float32 or a.shape != shape:
-                raise ValueError(
-                    f'check_allreduce: {name} changed data[{i}] to '
-                    f'{a.dtype} {a.shape} on {a.ctx}; keep float32 '
-                    f'{shape} on {d} ({CONTRACT})')
-            if not onp.array_equal(a.asnumpy(), want):
-                rebound = data[i] is not a
-                hint = ('it replaced data[i] by a new array: write into '
-                        'it with data[i][:] = ...' if rebound else
-                        'every device must end with the sum')
-                raise ValueError(
-                    f'check_allreduce: after {name}(data) on {shape} '
-                    f'arrays, data[{i}] on {d} does not hold the sum of '
-                    f'all inputs; {hint} ({CONTRACT})')
-
-
 def check_returned_none(returned, name, where):
     """Raise if an allreduce returned a value instead of writing in place.
 

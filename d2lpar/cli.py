@@ -7,6 +7,8 @@ worker     one worker of a multi-process job (under ``launch`` or
 launch     start a parameter-server job: scheduler, servers, workers
 bench      measurements beside their own limits: ``allreduce``,
            ``step``, ``engines``
+check      grade homework: run the check of every function a solution
+           file defines (``--json`` for autograders)
 =========  ==========================================================
 
 Flags that ``train`` and ``worker`` share are defined once
@@ -122,6 +124,14 @@ def _bench_parser(commands):
     en.add_argument('--json', help='also write the rows to this file')
 
 
+def _check_parser(commands):
+    c = commands.add_parser('check', help='grade homework solution files')
+    c.add_argument('paths', nargs='+',
+                   help='solution .py files, or folders of them')
+    c.add_argument('--json', action='store_true',
+                   help='print one JSON object instead of the reports')
+
+
 def build_parser():
     """Return the ``python -m d2lpar`` argument parser."""
     parser = argparse.ArgumentParser(
@@ -129,7 +139,7 @@ def build_parser():
         description='Data-parallel training of LeNet on Fashion-MNIST.')
     commands = parser.add_subparsers(dest='command', required=True)
     for add in (_train_parser, _worker_parser, _launch_parser,
-                _bench_parser):
+                _bench_parser, _check_parser):
         add(commands)
     return parser
 
@@ -145,11 +155,12 @@ def main(argv=None):
     Returns
     -------
     int
-        0 on success, 2 on bad input (the message says what to fix).
+        0 on success, 2 on bad input (the message says what to fix);
+        ``check`` returns 1 when a solution fails.
     """
     args = build_parser().parse_args(argv)
     run = {'train': _train, 'worker': _worker, 'launch': _launch,
-           'bench': _bench}[args.command]
+           'bench': _bench, 'check': _check}[args.command]
     try:
         return run(args)
     except (ValueError, TypeError, FileNotFoundError, RuntimeError) as e:
@@ -258,6 +269,13 @@ def _bench(args):
     if args.json:
         _write(rows, args.json, _save_json)
     return 0
+
+
+def _check(args):
+    from .homework.grade import grade
+    summary, text = grade(args.paths)
+    print(json.dumps(summary, indent=1) if args.json else text)
+    return 0 if summary['passed'] else 1
 
 
 def _save_json(rows, path):

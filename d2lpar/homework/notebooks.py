@@ -1,0 +1,110 @@
+"""Make the student notebooks from the teacher's, and run the teacher's.
+
+The assignments in ``homework/*.md`` are the teacher versions: MyST
+notebooks whose solution cells carry nbgrader metadata and the markers
+``### BEGIN SOLUTION`` / ``### END SOLUTION``, so a course that runs
+nbgrader can take them as they are. The student version is made by
+nbgrader's own preprocessors (``ClearSolutions`` puts a stub where each
+solution was, answer cells become "YOUR ANSWER HERE"; ``ClearOutput``
+drops outputs), never by a hand-written regex. Used by
+``scripts/make-homework.sh`` during the book build::
+
+    python -m d2lpar.homework.notebooks homework _build/extra/homework \
+        --teacher _build/homework-teacher --execute
+"""
+import argparse
+import copy
+import pathlib
+import sys
+
+import jupytext
+import nbformat
+
+MARKERS = ('### BEGIN SOLUTION', '### END SOLUTION')
+
+
+def student_version(nb):
+    """The notebook with solutions and outputs removed (a copy).
+
+    Parameters
+    ----------
+    nb : nbformat.NotebookNode
+        A teacher notebook.
+
+    Returns
+    -------
+    nbformat.NotebookNode
+
+    Raises
+    ------
+    RuntimeError
+        From nbgrader, if a solution region sits in a cell without
+        nbgrader's ``solution`` metadata (it would not be graded).
+    """
+    # Imported here: only the build and the tests need nbgrader.
+    from nbgrader.preprocessors import ClearOutput, ClearSolutions
+    nb, resources = copy.deepcopy(nb), {}
+    for step in (ClearSolutions(enforce_metadata=True), ClearOutput()):
+        nb, resources = step.preprocess(nb, resources)
+    return nb
+
+
+def execute(nb, timeout=600):
+    """Run every cell in a fresh kernel; raise on the first error."""
+    from nbclient import NotebookClient
+    NotebookClient(nb, timeout=timeout, kernel_name='python3').execute()
+    return nb
+
+
+def build(source, student_dir, teacher_dir=None, run=False):
+    """Write the student notebook of every ``source/*.md`` assignment.
+
+    Parameters
+    ----------
+    source : path
+        Folder of the teacher versions (MyST Markdown).
+    student_dir : path
+        Where the student ``.ipynb`` files go (served by the book).
+    teacher_dir : path, optional
+        Where the teacher ``.ipynb`` files go; keep it out of the
+        published folder.
+    run : bool, optional
+        Execute the teacher notebooks (before writing them).
+
+    Returns
+    -------
+    list of pathlib.Path
+        The student notebooks written.
+    """
+    student_dir = pathlib.Path(student_dir)
+    student_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for md in sorted(pathlib.Path(source).glob('[0-9]*.md')):
+        nb = jupytext.read(md)
+        out = student_dir / f'{md.stem}.ipynb'
+        nbformat.write(student_version(nb), out)
+        written.append(out)
+        if run:
+            execute(nb)
+        if teacher_dir:
+            pathlib.Path(teacher_dir).mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, pathlib.Path(teacher_dir) / out.name)
+    return written
+
+
+def main(argv=None):
+    """Command line of :func:`build`; returns the exit status."""
+    p = argparse.ArgumentParser(prog='python -m d2lpar.homework.notebooks')
+    p.add_argument('source')
+    p.add_argument('student_dir')
+    p.add_argument('--teacher', default=None)
+    p.add_argument('--execute', action='store_true')
+    args = p.parse_args(argv)
+    for path in build(args.source, args.student_dir, args.teacher,
+                      args.execute):
+        print(f'homework: wrote {path}')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
