@@ -52,3 +52,13 @@ __all__ = [
     'flat_view', 'split_batch', 'train',
     'train_batch',
 ]
+
+# Beyond the basic step: optimizer state, ZeRO, averaging, replicas.
+from . import optim  # noqa: E402
+from .optim import (SGD, Adam, Momentum, init_states,  # noqa: E402
+                    state_bytes, train_batch_optim)
+
+__all__ += [
+    'optim', 'SGD', 'Momentum', 'Adam', 'init_states', 'state_bytes',
+    'train_batch_optim',
+]
