@@ -12,4 +12,5 @@ the same run:
   and loopback bytes.
 """
 from . import allreduce, engines, step
+
 __all__ = ['allreduce', 'engines', 'step']
