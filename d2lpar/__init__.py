@@ -22,77 +22,47 @@ os.environ.setdefault('MXNET_CPU_TEMP_COPY', CPU_TEMP_COPY)
 from . import bench, costmodel, dist, figures, schedules
 from .book import BookSettings, book_settings, glue_text
 from .buckets import bucketed_allreduce
-from .collectives import (
-                          allreduce,
-                          flat_view,
-                          ring_allreduce,
-                          run_schedule,
-                          sharded_allreduce,
-)
-from .concise import gluon_lenet, set_lenet_params, train_batch_concise, train_concise
+from .collectives import (allreduce, flat_view, ring_allreduce,
+                          run_schedule, sharded_allreduce)
+from .concise import (gluon_lenet, set_lenet_params, train_batch_concise,
+                      train_concise)
 from .data import load_fashion_mnist
+from .idx import DatasetError
 from .devices import devices
 from .evaluation import evaluate_accuracy, evaluate_accuracy_sharded
-from .figures import draw_parallelism_schemes, plot_accuracy, plot_split
-from .idx import DatasetError
 from .kvstore import kvstore_allreduce
 from .model import LENET_SHAPES, init_lenet_params, lenet
 from .parameters import get_params
+from .figures import draw_parallelism_schemes, plot_accuracy, plot_split
 from .splitting import shard_sizes, split_batch
 from .training import TrainResult, cross_entropy, train, train_batch
 
 __version__ = '0.1.0'
 
 __all__ = [
-                          'LENET_SHAPES',
-                          'BookSettings',
-                          'DatasetError',
-                          'TrainResult',
-                          'allreduce',
-                          'bench',
-                          'book_settings',
-                          'bucketed_allreduce',
-                          'costmodel',
-                          'cross_entropy',
-                          'devices',
-                          'dist',
-                          'draw_parallelism_schemes',
-                          'evaluate_accuracy',
-                          'evaluate_accuracy_sharded',
-                          'figures',
-                          'flat_view',
-                          'get_params',
-                          'glue_text',
-                          'gluon_lenet',
-                          'init_lenet_params',
-                          'kvstore_allreduce',
-                          'lenet',
-                          'load_fashion_mnist',
-                          'plot_accuracy',
-                          'plot_split',
-                          'ring_allreduce',
-                          'run_schedule',
-                          'schedules',
-                          'set_lenet_params',
-                          'shard_sizes',
-                          'sharded_allreduce',
-                          'split_batch',
-                          'train',
-                          'train_batch',
-                          'train_batch_concise',
-                          'train_concise',
+    'bench', 'costmodel', 'dist', 'figures', 'schedules',
+    'BookSettings', 'DatasetError', 'LENET_SHAPES', 'TrainResult',
+    'allreduce', 'book_settings', 'bucketed_allreduce',
+    'kvstore_allreduce', 'cross_entropy', 'devices',
+    'draw_parallelism_schemes', 'evaluate_accuracy', 'glue_text',
+    'gluon_lenet', 'set_lenet_params', 'train_batch_concise', 'train_concise',
+    'evaluate_accuracy_sharded', 'get_params', 'init_lenet_params',
+    'lenet', 'load_fashion_mnist', 'plot_accuracy', 'plot_split',
+    'ring_allreduce', 'run_schedule', 'shard_sizes', 'sharded_allreduce',
+    'flat_view', 'split_batch', 'train',
+    'train_batch',
 ]
 
 # Beyond the basic step: optimizer state, ZeRO, averaging, replicas.
-from . import optim
-from .optim import SGD, Adam, Momentum, init_states, state_bytes, train_batch_optim
+from . import optim  # noqa: E402
+from .optim import (SGD, Adam, Momentum, init_states,  # noqa: E402
+                    state_bytes, train_batch_optim)
 
 __all__ += [
-                          'SGD',
-                          'Adam',
-                          'Momentum',
-                          'init_states',
-                          'optim',
-                          'state_bytes',
-                          'train_batch_optim',
+    'optim', 'SGD', 'Momentum', 'Adam', 'init_states', 'state_bytes',
+    'train_batch_optim',
 ]
+from . import zero  # noqa: E402
+from .zero import init_zero_states, train_batch_zero  # noqa: E402
+
+__all__ += ['zero', 'init_zero_states', 'train_batch_zero']

@@ -12,5 +12,4 @@ the same run:
   and loopback bytes.
 """
 from . import allreduce, engines, step
-
 __all__ = ['allreduce', 'engines', 'step']

@@ -13,7 +13,8 @@ import time
 
 from mxnet import np, npx
 
-from ..collectives import allreduce, ring_allreduce, run_schedule, sharded_allreduce
+from ..collectives import (allreduce, ring_allreduce, run_schedule,
+                          sharded_allreduce)
 from ..devices import devices as default_devices
 from ..kvstore import kvstore_allreduce
 from ..schedules import naive_schedule
@@ -158,9 +159,9 @@ def time_lenet_sync(algorithm, devices, bucket=False, repeats=20,
     grads = [[np.full(shape, 1e-12, dtype='float32', ctx=d)
               for _, shape in LENET_SHAPES] for d in devices]
     if bucket:
-        sync = lambda: bucketed_allreduce(grads, algorithm)
+        sync = lambda: bucketed_allreduce(grads, algorithm)  # noqa: E731
     else:
-        sync = lambda: [algorithm([g[i] for g in grads])
+        sync = lambda: [algorithm([g[i] for g in grads])  # noqa: E731
                         for i in range(len(LENET_SHAPES))]
     return _median_seconds(sync, repeats, warmup)
 

@@ -29,10 +29,9 @@ def time_steps(num_devices, batch_size=256, repeats=20, warmup=3):
     float
         Median seconds per step, each ended by ``npx.waitall()``.
     """
+    import d2lpar as dp
     import numpy as onp
     from mxnet import np, npx
-
-    import d2lpar as dp
     rng = onp.random.default_rng(0)
     X = np.array(rng.uniform(size=(batch_size, 1, 28, 28)), dtype='float32')
     y = np.array(rng.integers(0, 10, batch_size), dtype='int32')
