@@ -66,3 +66,9 @@ from . import zero  # noqa: E402
 from .zero import init_zero_states, train_batch_zero  # noqa: E402
 
 __all__ += ['zero', 'init_zero_states', 'train_batch_zero']
+from . import averaging  # noqa: E402
+from .averaging import (LocalSGDResult, average_params,  # noqa: E402
+                        local_sgd_step, train_local_sgd)
+
+__all__ += ['averaging', 'LocalSGDResult', 'average_params',
+            'local_sgd_step', 'train_local_sgd']
