@@ -54,20 +54,20 @@ __all__ = [
 ]
 
 # Beyond the basic step: optimizer state, ZeRO, averaging, replicas.
-from . import optim  # noqa: E402
-from .optim import (SGD, Adam, Momentum, init_states,  # noqa: E402
+from . import optim
+from .optim import (SGD, Adam, Momentum, init_states,
                     state_bytes, train_batch_optim)
 
 __all__ += [
     'optim', 'SGD', 'Momentum', 'Adam', 'init_states', 'state_bytes',
     'train_batch_optim',
 ]
-from . import zero  # noqa: E402
-from .zero import init_zero_states, train_batch_zero  # noqa: E402
+from . import zero
+from .zero import init_zero_states, train_batch_zero
 
 __all__ += ['zero', 'init_zero_states', 'train_batch_zero']
-from . import averaging  # noqa: E402
-from .averaging import (LocalSGDResult, average_params,  # noqa: E402
+from . import averaging
+from .averaging import (LocalSGDResult, average_params,
                         local_sgd_step, train_local_sgd)
 
 __all__ += ['averaging', 'LocalSGDResult', 'average_params',

@@ -3,8 +3,8 @@ gradient-averaging step; local SGD communicates once per H steps."""
 import mxnet as mx
 import numpy as onp
 import pytest
-from numpy.testing import assert_allclose, assert_array_equal
 from conftest import write_fashion_dir
+from numpy.testing import assert_allclose, assert_array_equal
 from test_optim import make_batches
 
 import d2lpar as dp
