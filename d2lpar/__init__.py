@@ -72,3 +72,11 @@ from .averaging import (LocalSGDResult, average_params,
 
 __all__ += ['averaging', 'LocalSGDResult', 'average_params',
             'local_sgd_step', 'train_local_sgd']
+from . import batchnorm, replicas
+from .batchnorm import (bn_mlp, evaluate_bn, init_bn_mlp, replicate_bn,
+                        train_batch_bn)
+from .replicas import DriftDetector, checksum, find_drift
+
+__all__ += ['batchnorm', 'replicas', 'bn_mlp', 'evaluate_bn',
+            'init_bn_mlp', 'replicate_bn', 'train_batch_bn',
+            'DriftDetector', 'checksum', 'find_drift']
