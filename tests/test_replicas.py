@@ -36,7 +36,7 @@ def test_identical_replicas_show_no_drift():
 def test_drift_names_the_perturbed_parameter_and_device():
     """A tiny change to one replica's W3 is reported as W3, with that
     device alone in its group and the size of the change."""
-    devices, device_params = lenet_replicas()
+    _, device_params = lenet_replicas()
     device_params[2][4][:] = device_params[2][4] + 1e-6
     (drift,) = replicas.find_drift(device_params, NAMES, step=7)
     assert (drift.step, drift.name) == (7, 'W3')
