@@ -104,7 +104,10 @@ def _head(h, params, moments):
 def _moments(hs, sync):
     """Per-device (mean, var) of the pre-BN features ``hs[j]``."""
     if not sync:
-        return [(h.mean(axis=0), h.var(axis=0)) for h in hs]
+        # Written out: the gradient of MXNet 1.9's np.var disagrees with
+        # both this formula and the sums below (tests compare them).
+        return [(h.mean(axis=0), ((h - h.mean(axis=0)) ** 2).mean(axis=0))
+                for h in hs]
     n = sum(h.shape[0] for h in hs)
     s1 = [h.sum(axis=0) for h in hs]                  # (64,) per device
     s2 = [(h * h).sum(axis=0) for h in hs]

@@ -40,6 +40,17 @@ def test_sync_bn_equals_one_device(k):
         assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
+def test_local_and_sync_bn_agree_on_one_device():
+    """On one device the shard is the batch: local and synchronised BN
+    (two formulas for the variance) give the same steps (rtol 1e-4,
+    atol 1e-5)."""
+    batches = make_batches()
+    local, local_stats = run(1, False, batches)
+    synced, synced_stats = run(1, True, batches)
+    for a, b in zip(local[0] + local_stats[0], synced[0] + synced_stats[0]):
+        assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
 def test_sync_bn_keeps_statistics_bit_identical():
     """With synchronised BN every replica holds the same bits of the
     parameters and of the running statistics."""
