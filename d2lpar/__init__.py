@@ -80,3 +80,8 @@ from .replicas import DriftDetector, checksum, find_drift
 __all__ += ['batchnorm', 'replicas', 'bn_mlp', 'evaluate_bn',
             'init_bn_mlp', 'replicate_bn', 'train_batch_bn',
             'DriftDetector', 'checksum', 'find_drift']
+from . import overlap
+from .overlap import make_buckets, time_overlap, train_batch_overlap
+
+__all__ += ['overlap', 'make_buckets', 'time_overlap',
+            'train_batch_overlap']
