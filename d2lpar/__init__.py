@@ -81,7 +81,8 @@ __all__ += ['batchnorm', 'replicas', 'bn_mlp', 'evaluate_bn',
             'init_bn_mlp', 'replicate_bn', 'train_batch_bn',
             'DriftDetector', 'checksum', 'find_drift']
 from . import overlap
-from .overlap import make_buckets, time_overlap, train_batch_overlap
+from .overlap import (comm_overlap, make_buckets, plot_timeline,
+                      profile_step, time_overlap, train_batch_overlap)
 
-__all__ += ['overlap', 'make_buckets', 'time_overlap',
-            'train_batch_overlap']
+__all__ += ['overlap', 'comm_overlap', 'make_buckets', 'plot_timeline',
+            'profile_step', 'time_overlap', 'train_batch_overlap']

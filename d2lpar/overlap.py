@@ -151,3 +151,144 @@ def time_overlap(configs, devices, batch_size=256, repeats=10, warmup=2,
             median = float(onp.median(times))
             best[name] = min(median, best.get(name, median))
     return best
+
+
+# Engine operations that move or add received gradients, as opposed to
+# the forward and backward computation.
+COMM_OPS = ('CopyCPU2CPU', 'CopyCPU2GPU', 'CopyGPU2CPU', 'CopyGPU2GPU')
+
+
+def _profile_child(options, num_devices, batch_size, seed, filename):
+    """In a fresh process: one warm-up step, then one profiled step."""
+    import json
+
+    import mxnet as mx
+
+    from .devices import devices as make_devices
+    devices = make_devices(num_devices)
+    rng = onp.random.default_rng(seed)
+    X = np.array(rng.uniform(size=(batch_size, 1, 28, 28)), dtype='float32')
+    y = np.array(rng.integers(0, 10, batch_size), dtype='int32')
+    device_params = [get_params(init_lenet_params(seed, 0.1), d)
+                     for d in devices]
+    train_batch_overlap(X, y, device_params, devices, 0.1, **options)
+    npx.waitall()
+    mx.profiler.set_config(profile_imperative=True, profile_api=False,
+                           profile_memory=False, aggregate_stats=False,
+                           filename=filename)
+    mx.profiler.set_state('run')
+    train_batch_overlap(X, y, device_params, devices, 0.1, **options)
+    npx.waitall()
+    mx.profiler.set_state('stop')
+    mx.profiler.dump(finished=True)  # MXNet profiles once per process
+    with open(filename) as f:
+        trace = json.load(f)['traceEvents']
+    opened, events = {}, []
+    for e in trace:
+        if e.get('cat') != 'operator' or e['ph'] not in 'BE':
+            continue
+        key = (e['pid'], e['tid'], e['name'])
+        if e['ph'] == 'B':
+            opened[key] = e['ts']
+        elif key in opened:
+            events.append((e['pid'], e['name'], opened.pop(key), e['ts']))
+    t0 = min(start for _, _, start, _ in events)
+    return [(d, name, (s - t0) / 1e3, (t - t0) / 1e3)
+            for d, name, s, t in sorted(events, key=lambda e: e[2])]
+
+
+def profile_step(options=None, num_devices=2, batch_size=256, seed=0,
+                 timeout=300):
+    """Real timestamps of every engine operator of one step.
+
+    Taught in the chapter on overlapping communication. Runs one warm-up
+    step and one step of :func:`train_batch_overlap` under MXNet's
+    profiler, in a fresh process (MXNet's profiler writes its file once
+    per process).
+
+    Parameters
+    ----------
+    options : dict, optional
+        Keyword arguments of :func:`train_batch_overlap`.
+    num_devices, batch_size, seed : int, optional
+    timeout : float, optional
+        Seconds allowed for the child process.
+
+    Returns
+    -------
+    list of (int, str, float, float)
+        ``(device id, operator name, start ms, end ms)`` for every
+        engine operator, times relative to the first one.
+    """
+    import multiprocessing
+    import os
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        filename = os.path.join(tmp, 'profile.json')
+        ctx = multiprocessing.get_context('spawn')
+        with ctx.Pool(1) as pool:
+            job = pool.apply_async(_profile_child, (
+                options or {}, num_devices, batch_size, seed, filename))
+            return job.get(timeout)
+
+
+def comm_overlap(events):
+    """Milliseconds of communication that ran while compute also ran.
+
+    Parameters
+    ----------
+    events : list of (int, str, float, float)
+        From :func:`profile_step`.
+
+    Returns
+    -------
+    overlapped, total : float
+        Communication time that coincided with some compute operator
+        (on any device), and all communication time, in ms.
+    """
+    comm = [(s, t) for _, name, s, t in events if name in COMM_OPS]
+    compute = [(s, t) for _, name, s, t in events
+               if name not in COMM_OPS and name != 'DeleteVariable']
+    overlapped = 0.0
+    for s, t in comm:
+        cover = [(max(s, a), min(t, b)) for a, b in compute
+                 if a < t and b > s]
+        # Merge the covered pieces so parallel compute counts once.
+        end = s
+        for a, b in sorted(cover):
+            if b > end:
+                overlapped += b - max(a, end)
+                end = b
+    return overlapped, sum(t - s for s, t in comm)
+
+
+def plot_timeline(events, title=''):
+    """Draw one step: per device, compute and communication operators.
+
+    Parameters
+    ----------
+    events : list of (int, str, float, float)
+        From :func:`profile_step`.
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    import matplotlib.pyplot as plt
+    devices = sorted({d for d, _, _, _ in events})
+    fig, ax = plt.subplots(figsize=(7, 0.6 + 0.5 * len(devices)))
+    for row, device in enumerate(devices):
+        for d, name, s, t in events:
+            if d != device or name == 'DeleteVariable':
+                continue
+            comm = name in COMM_OPS
+            ax.broken_barh([(s, max(t - s, 0.05))],
+                           (row - 0.4 + (0.4 if comm else 0), 0.4),
+                           color='tab:orange' if comm else 'tab:blue')
+    ax.set_yticks(range(len(devices)))
+    ax.set_yticklabels([f'device {d}' for d in devices])
+    ax.set_xlabel('ms since the first operator')
+    ax.set_title(title + ' (blue: compute, orange: copies)', fontsize=9)
+    fig.tight_layout()
+    return fig

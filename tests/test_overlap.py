@@ -65,3 +65,32 @@ def test_time_overlap_returns_one_time_per_configuration():
                                  batch_size=8, repeats=1, warmup=0,
                                  rounds=1)
     assert sorted(times) == ['overlap', 'serial']
+
+
+def test_comm_overlap_counts_only_covered_communication():
+    """A copy inside a compute operator counts fully, one half-covered
+    counts half, one alone not at all; parallel compute counts once."""
+    events = [(0, 'Convolution', 0.0, 10.0), (1, 'Convolution', 2.0, 8.0),
+              (0, 'CopyCPU2CPU', 4.0, 6.0),     # covered: 2 ms
+              (1, 'CopyCPU2CPU', 9.0, 11.0),    # half covered: 1 ms
+              (0, 'CopyCPU2CPU', 20.0, 23.0)]   # alone: 0 ms
+    assert overlap.comm_overlap(events) == (3.0, 7.0)
+
+
+def test_plot_timeline_has_one_row_per_device():
+    """The timeline labels one row per device seen in the events."""
+    events = [(0, 'Convolution', 0.0, 1.0), (1, 'CopyCPU2CPU', 0.5, 0.7)]
+    fig = overlap.plot_timeline(events)
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels == ['device 0', 'device 1']
+
+
+@pytest.mark.slow
+def test_profile_step_sees_both_devices_and_their_copies():
+    """A profiled 2-device step has compute operators on both devices and
+    the allreduce's copies, with ends after starts."""
+    events = overlap.profile_step({}, num_devices=2, batch_size=16)
+    assert {d for d, *_ in events} == {0, 1}
+    names = {name for _, name, *_ in events}
+    assert 'CopyCPU2CPU' in names and 'Convolution' in names
+    assert all(t >= s for *_, s, t in events)
