@@ -112,3 +112,37 @@ __all__ = [
     'check_grad_accumulation', 'check_ring_schedule', 'check_split_batch',
     'check_train_batch', 'check_train_epoch',
 ]
+
+# Beyond the basic step: optimizer state, ZeRO, averaging, replicas.
+from . import optim
+from .optim import (SGD, Adam, Momentum, init_states,
+                    state_bytes, train_batch_optim)
+
+__all__ += [
+    'optim', 'SGD', 'Momentum', 'Adam', 'init_states', 'state_bytes',
+    'train_batch_optim',
+]
+from . import zero
+from .zero import init_zero_states, train_batch_zero
+
+__all__ += ['zero', 'init_zero_states', 'train_batch_zero']
+from . import averaging
+from .averaging import (LocalSGDResult, average_params,
+                        local_sgd_step, train_local_sgd)
+
+__all__ += ['averaging', 'LocalSGDResult', 'average_params',
+            'local_sgd_step', 'train_local_sgd']
+from . import batchnorm, replicas
+from .batchnorm import (bn_mlp, evaluate_bn, init_bn_mlp, replicate_bn,
+                        train_batch_bn)
+from .replicas import DriftDetector, checksum, find_drift
+
+__all__ += ['batchnorm', 'replicas', 'bn_mlp', 'evaluate_bn',
+            'init_bn_mlp', 'replicate_bn', 'train_batch_bn',
+            'DriftDetector', 'checksum', 'find_drift']
+from . import overlap
+from .overlap import (comm_overlap, make_buckets, plot_timeline,
+                      profile_step, time_overlap, train_batch_overlap)
+
+__all__ += ['overlap', 'comm_overlap', 'make_buckets', 'plot_timeline',
+            'profile_step', 'time_overlap', 'train_batch_overlap']

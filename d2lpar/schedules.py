@@ -176,3 +176,51 @@ def trace(schedule, k):
                                   else set(src[c]))
         states.append([[len(s) for s in row] for row in held])
     return states
+
+
+def reduce_scatter_schedule(k):
+    """Ring reduce-scatter after which device ``i`` owns chunk ``i``.
+
+    Taught in the chapter on sharding the optimizer state. The first
+    half of :func:`ring_schedule`, with chunks renumbered so that device
+    ``i`` ends with the full sum of chunk ``i`` (the other chunks hold
+    partial sums). In step ``s`` device ``i`` sends chunk
+    ``(i-1-s) % k`` to ``(i+1) % k``, which adds it to its own.
+
+    Parameters
+    ----------
+    k : int
+        Number of devices.
+
+    Returns
+    -------
+    list of list of Transfer
+        ``k-1`` steps of ``k`` transfers.
+    """
+    return [[Transfer(i, (i + 1) % k, (i - 1 - s) % k, True)
+             for i in range(k)] for s in range(k - 1)]
+
+
+def all_gather_schedule(k):
+    """Ring all-gather of chunk ``i`` from device ``i`` to every device.
+
+    Taught in the chapter on sharding the optimizer state. The second
+    half of :func:`ring_schedule` for the ownership that
+    :func:`reduce_scatter_schedule` leaves: in step ``s`` device ``i``
+    sends chunk ``(i-s) % k`` to ``(i+1) % k``, which overwrites its
+    own. Run after :func:`reduce_scatter_schedule` it completes an
+    allreduce; run alone it shares what each device computed on its
+    chunk (ZeRO's updated parameter shards).
+
+    Parameters
+    ----------
+    k : int
+        Number of devices.
+
+    Returns
+    -------
+    list of list of Transfer
+        ``k-1`` steps of ``k`` transfers.
+    """
+    return [[Transfer(i, (i + 1) % k, (i - s) % k, False)
+             for i in range(k)] for s in range(k - 1)]

@@ -1,0 +1,294 @@
+"""Overlapping the gradient allreduce with the backward pass.
+
+The backward pass produces gradients from the last layer to the first.
+The last layer's gradient is final long before the first layer's is, so
+its allreduce can run while the backward pass still computes. MXNet's
+engine does this by itself: every operator waits only for the arrays it
+reads, so a copy queued for ``W4.grad`` starts as soon as ``W4.grad`` is
+written. What prevents it is Python waiting for *all* the work (a
+``npx.waitall()`` between backward and allreduce), as a framework
+without dependency tracking must. Buckets group gradients so that fewer,
+larger transfers run; ordering them last layer first lets the first
+bucket start earliest (PyTorch DDP's default bucket is 25 MB).
+
+A caveat seen in MXNet's profiler (``mx.profiler``, one LeNet step on
+two CPU contexts): the backward pass runs as a few ``ImperativeBulk``
+engine operations per device, not one operation per layer, so gradients
+written in one bulk segment become ready together, which limits how
+early a bucket can start.
+"""
+import time
+
+import numpy as onp
+from mxnet import np, npx
+
+from .buckets import bucketed_allreduce
+from .collectives import allreduce
+from .model import init_lenet_params, lenet
+from .optim import compute_grads
+from .parameters import get_params
+from .splitting import split_batch
+from .training import cross_entropy
+
+
+def make_buckets(sizes, bucket_bytes=None, reverse=True, itemsize=4):
+    """Group parameter indices into buckets of at most ``bucket_bytes``.
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        Elements of each parameter, in the network's order.
+    bucket_bytes : int, optional
+        Largest bucket; a parameter larger than that gets a bucket of its
+        own. None: one bucket per parameter.
+    reverse : bool, optional
+        Fill buckets from the last parameter to the first, the order in
+        which the backward pass finishes them.
+    itemsize : int, optional
+        Bytes per element.
+
+    Returns
+    -------
+    list of list of int
+        Every index exactly once.
+
+    Examples
+    --------
+    >>> make_buckets([10, 10, 100, 10], bucket_bytes=80)
+    [[3, 2], [1, 0]]
+    """
+    order = list(range(len(sizes)))[::-1 if reverse else 1]
+    if bucket_bytes is None:
+        return [[i] for i in order]
+    buckets, current, used = [], [], 0
+    for i in order:
+        nbytes = sizes[i] * itemsize
+        if current and used + nbytes > bucket_bytes:
+            buckets.append(current)
+            current, used = [], 0
+        current.append(i)
+        used += nbytes
+    return buckets + [current] if current else buckets
+
+
+def train_batch_overlap(X, y, device_params, devices, lr, net=lenet,
+                        loss=cross_entropy, algorithm=allreduce,
+                        overlap=True, bucket_bytes=None, reverse=True):
+    """One data-parallel SGD step, with or without overlap.
+
+    Taught in the chapter on overlapping communication. The same result
+    as :func:`d2lpar.train_batch`; only when the allreduce may start
+    differs. With ``overlap=False`` Python waits for the whole backward
+    pass before queueing any communication; with ``overlap=True`` it
+    queues everything at once and MXNet's engine starts each bucket's
+    allreduce as soon as its gradients are written.
+
+    Parameters
+    ----------
+    X, y, device_params, devices, lr, net, loss, algorithm
+        As for :func:`d2lpar.train_batch`.
+    overlap : bool, optional
+        Let communication start during the backward pass.
+    bucket_bytes : int, optional
+        Bucket size for :func:`make_buckets` (None: one per parameter).
+    reverse : bool, optional
+        Reduce the last layer's gradients first.
+    """
+    X_shards, y_shards = split_batch(X, y, devices)
+    grads = compute_grads(X_shards, y_shards, device_params, net, loss)
+    if not overlap:
+        npx.waitall()  # every gradient finished before any transfer
+    sizes = [g.size for g in grads[0]]
+    for bucket in make_buckets(sizes, bucket_bytes, reverse):
+        if len(bucket) == 1:
+            algorithm([g[bucket[0]] for g in grads])
+        else:
+            bucketed_allreduce([[g[i] for i in bucket] for g in grads],
+                               algorithm)
+    for params in device_params:
+        for p in params:
+            p[:] = p - lr * p.grad / X.shape[0]
+
+
+def time_overlap(configs, devices, batch_size=256, repeats=10, warmup=2,
+                 rounds=3, seed=0):
+    """Median seconds per step for each configuration, interleaved.
+
+    Taught in the chapter on overlapping communication. Every round
+    times each configuration once (``repeats`` steps each, ended by
+    ``npx.waitall()``), so a busy moment of the machine slows one round
+    of one configuration rather than the comparison; the fastest round
+    is kept.
+
+    Parameters
+    ----------
+    configs : dict of str to dict
+        Name to keyword arguments of :func:`train_batch_overlap`.
+    devices : list of mxnet.Context
+    batch_size, repeats, warmup, rounds, seed : int, optional
+
+    Returns
+    -------
+    dict of str to float
+        Seconds per step.
+    """
+    rng = onp.random.default_rng(seed)
+    X = np.array(rng.uniform(size=(batch_size, 1, 28, 28)), dtype='float32')
+    y = np.array(rng.integers(0, 10, batch_size), dtype='int32')
+    start = init_lenet_params(seed, 0.1)
+    best = {}
+    for _ in range(rounds):
+        for name, options in configs.items():
+            device_params = [get_params(start, d) for d in devices]
+            times = []
+            for i in range(warmup + repeats):
+                tic = time.perf_counter()
+                train_batch_overlap(X, y, device_params, devices, 0.1,
+                                    **options)
+                npx.waitall()
+                if i >= warmup:
+                    times.append(time.perf_counter() - tic)
+            median = float(onp.median(times))
+            best[name] = min(median, best.get(name, median))
+    return best
+
+
+# Engine operations that move or add received gradients, as opposed to
+# the forward and backward computation.
+COMM_OPS = ('CopyCPU2CPU', 'CopyCPU2GPU', 'CopyGPU2CPU', 'CopyGPU2GPU')
+
+
+def _profile_child(options, num_devices, batch_size, seed, filename):
+    """In a fresh process: one warm-up step, then one profiled step."""
+    import json
+
+    import mxnet as mx
+
+    from .devices import devices as make_devices
+    devices = make_devices(num_devices)
+    rng = onp.random.default_rng(seed)
+    X = np.array(rng.uniform(size=(batch_size, 1, 28, 28)), dtype='float32')
+    y = np.array(rng.integers(0, 10, batch_size), dtype='int32')
+    device_params = [get_params(init_lenet_params(seed, 0.1), d)
+                     for d in devices]
+    train_batch_overlap(X, y, device_params, devices, 0.1, **options)
+    npx.waitall()
+    mx.profiler.set_config(profile_imperative=True, profile_api=False,
+                           profile_memory=False, aggregate_stats=False,
+                           filename=filename)
+    mx.profiler.set_state('run')
+    train_batch_overlap(X, y, device_params, devices, 0.1, **options)
+    npx.waitall()
+    mx.profiler.set_state('stop')
+    mx.profiler.dump(finished=True)  # MXNet profiles once per process
+    with open(filename) as f:
+        trace = json.load(f)['traceEvents']
+    opened, events = {}, []
+    for e in trace:
+        if e.get('cat') != 'operator' or e['ph'] not in 'BE':
+            continue
+        key = (e['pid'], e['tid'], e['name'])
+        if e['ph'] == 'B':
+            opened[key] = e['ts']
+        elif key in opened:
+            events.append((e['pid'], e['name'], opened.pop(key), e['ts']))
+    t0 = min(start for _, _, start, _ in events)
+    return [(d, name, (s - t0) / 1e3, (t - t0) / 1e3)
+            for d, name, s, t in sorted(events, key=lambda e: e[2])]
+
+
+def profile_step(options=None, num_devices=2, batch_size=256, seed=0,
+                 timeout=300):
+    """Real timestamps of every engine operator of one step.
+
+    Taught in the chapter on overlapping communication. Runs one warm-up
+    step and one step of :func:`train_batch_overlap` under MXNet's
+    profiler, in a fresh process (MXNet's profiler writes its file once
+    per process).
+
+    Parameters
+    ----------
+    options : dict, optional
+        Keyword arguments of :func:`train_batch_overlap`.
+    num_devices, batch_size, seed : int, optional
+    timeout : float, optional
+        Seconds allowed for the child process.
+
+    Returns
+    -------
+    list of (int, str, float, float)
+        ``(device id, operator name, start ms, end ms)`` for every
+        engine operator, times relative to the first one.
+    """
+    import multiprocessing
+    import os
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        filename = os.path.join(tmp, 'profile.json')
+        ctx = multiprocessing.get_context('spawn')
+        with ctx.Pool(1) as pool:
+            job = pool.apply_async(_profile_child, (
+                options or {}, num_devices, batch_size, seed, filename))
+            return job.get(timeout)
+
+
+def comm_overlap(events):
+    """Milliseconds of communication that ran while compute also ran.
+
+    Parameters
+    ----------
+    events : list of (int, str, float, float)
+        From :func:`profile_step`.
+
+    Returns
+    -------
+    overlapped, total : float
+        Communication time that coincided with some compute operator
+        (on any device), and all communication time, in ms.
+    """
+    comm = [(s, t) for _, name, s, t in events if name in COMM_OPS]
+    compute = [(s, t) for _, name, s, t in events
+               if name not in COMM_OPS and name != 'DeleteVariable']
+    overlapped = 0.0
+    for s, t in comm:
+        cover = [(max(s, a), min(t, b)) for a, b in compute
+                 if a < t and b > s]
+        # Merge the covered pieces so parallel compute counts once.
+        end = s
+        for a, b in sorted(cover):
+            if b > end:
+                overlapped += b - max(a, end)
+                end = b
+    return overlapped, sum(t - s for s, t in comm)
+
+
+def plot_timeline(events, title=''):
+    """Draw one step: per device, compute and communication operators.
+
+    Parameters
+    ----------
+    events : list of (int, str, float, float)
+        From :func:`profile_step`.
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    import matplotlib.pyplot as plt
+    devices = sorted({d for d, _, _, _ in events})
+    fig, ax = plt.subplots(figsize=(7, 0.6 + 0.5 * len(devices)))
+    for row, device in enumerate(devices):
+        for d, name, s, t in events:
+            if d != device or name == 'DeleteVariable':
+                continue
+            comm = name in COMM_OPS
+            ax.broken_barh([(s, max(t - s, 0.05))],
+                           (row - 0.4 + (0.4 if comm else 0), 0.4),
+                           color='tab:orange' if comm else 'tab:blue')
+    ax.set_yticks(range(len(devices)))
+    ax.set_yticklabels([f'device {d}' for d in devices])
+    ax.set_xlabel('ms since the first operator')
+    ax.set_title(title + ' (blue: compute, orange: copies)', fontsize=9)
+    fig.tight_layout()
+    return fig

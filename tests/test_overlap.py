@@ -1,0 +1,96 @@
+"""d2lpar.overlap: buckets cover every gradient once; overlapping or
+not, bucketed or not, the step is train_batch's step."""
+import mxnet as mx
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from test_optim import make_batches
+
+import d2lpar as dp
+from d2lpar import overlap
+
+LENET_SIZES = [180, 20, 25000, 50, 102400, 128, 1280, 10]
+
+
+@pytest.mark.parametrize('bucket_bytes', [None, 1, 4000, 120000, 10 ** 9])
+@pytest.mark.parametrize('reverse', [True, False])
+def test_buckets_cover_every_parameter_once(bucket_bytes, reverse):
+    """Every index appears exactly once, in backward (or forward) order,
+    and no bucket of several parameters exceeds bucket_bytes."""
+    buckets = overlap.make_buckets(LENET_SIZES, bucket_bytes, reverse)
+    flat = [i for b in buckets for i in b]
+    want = list(range(len(LENET_SIZES)))
+    assert flat == (want[::-1] if reverse else want)
+    for b in buckets:
+        if len(b) > 1:
+            assert sum(4 * LENET_SIZES[i] for i in b) <= bucket_bytes
+
+
+def test_no_bucket_size_means_one_bucket_per_parameter():
+    """bucket_bytes=None gives singletons, the last parameter first."""
+    assert overlap.make_buckets([3, 4, 5]) == [[2], [1], [0]]
+
+
+@pytest.mark.parametrize('options', [
+    {'overlap': False}, {'overlap': True},
+    {'bucket_bytes': 4 * 30000}, {'bucket_bytes': 10 ** 9},
+    {'reverse': False, 'bucket_bytes': 4 * 30000},
+    {'algorithm': dp.ring_allreduce, 'bucket_bytes': 4 * 30000},
+])
+def test_step_equals_train_batch(options):
+    """Three steps on 3 devices give train_batch's parameters: exactly
+    with the naive allreduce (same additions in the same order), up to
+    rounding with a ring (rtol 1e-5); the replicas are identical."""
+    devices = [mx.cpu(i) for i in range(3)]
+    start = dp.init_lenet_params(seed=1, scale=0.1)
+    ours = [dp.get_params(start, d) for d in devices]
+    ref = [dp.get_params(start, d) for d in devices]
+    algorithm = options.get('algorithm', dp.allreduce)
+    for X, y in make_batches(sizes=(12, 11, 7)):
+        overlap.train_batch_overlap(X, y, ours, devices, 0.5, **options)
+        dp.train_batch(X, y, ref, devices, 0.5, algorithm=algorithm)
+    for replica in ours:
+        for p, q in zip(replica, ours[0]):
+            assert_array_equal(p.asnumpy(), q.asnumpy())
+    for p, q in zip(ours[0], ref[0]):
+        if algorithm is dp.allreduce:
+            assert_array_equal(p.asnumpy(), q.asnumpy())
+        else:  # a ring cut into other chunks adds in another order
+            assert_allclose(p.asnumpy(), q.asnumpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_time_overlap_returns_one_time_per_configuration():
+    """time_overlap times every configuration it is given, by name."""
+    configs = {'serial': {'overlap': False}, 'overlap': {}}
+    times = overlap.time_overlap(configs, [mx.cpu(0), mx.cpu(1)],
+                                 batch_size=8, repeats=1, warmup=0,
+                                 rounds=1)
+    assert sorted(times) == ['overlap', 'serial']
+
+
+def test_comm_overlap_counts_only_covered_communication():
+    """A copy inside a compute operator counts fully, one half-covered
+    counts half, one alone not at all; parallel compute counts once."""
+    events = [(0, 'Convolution', 0.0, 10.0), (1, 'Convolution', 2.0, 8.0),
+              (0, 'CopyCPU2CPU', 4.0, 6.0),     # covered: 2 ms
+              (1, 'CopyCPU2CPU', 9.0, 11.0),    # half covered: 1 ms
+              (0, 'CopyCPU2CPU', 20.0, 23.0)]   # alone: 0 ms
+    assert overlap.comm_overlap(events) == (3.0, 7.0)
+
+
+def test_plot_timeline_has_one_row_per_device():
+    """The timeline labels one row per device seen in the events."""
+    events = [(0, 'Convolution', 0.0, 1.0), (1, 'CopyCPU2CPU', 0.5, 0.7)]
+    fig = overlap.plot_timeline(events)
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels == ['device 0', 'device 1']
+
+
+@pytest.mark.slow
+def test_profile_step_sees_both_devices_and_their_copies():
+    """A profiled 2-device step has compute operators on both devices and
+    the allreduce's copies, with ends after starts."""
+    events = overlap.profile_step({}, num_devices=2, batch_size=16)
+    assert {d for d, *_ in events} == {0, 1}
+    names = {name for _, name, *_ in events}
+    assert 'CopyCPU2CPU' in names and 'Convolution' in names
+    assert all(t >= s for *_, s, t in events)
