@@ -88,6 +88,7 @@ CONSTANTS = {
     '0.2', '0.1', '0.05', '0.01', '0.001',               # lr, init scale
     '1.9', '1.9.1', '3.11', '2017', '2012', '2014', '2015', '2018',
     '1e-3', '1e-4',
+    '2019', '2020', '784', '25 MB',  # citations, 28*28 pixels, DDP's bucket
 }
 # Typed in prose, these could only have been measured: a percentage, a
 # ratio "2.6x", a time or a size with its unit.
