@@ -234,7 +234,7 @@ def check_allreduce(algorithm, devices=None, shapes=((7,), (3, 5))):
         data = [np.array(v, ctx=d) for v, d in zip(values, devices)]
         arrays = list(data)  # the caller keeps these objects
         returned = algorithm(data)
-        check_returned_none(returned, name, 'check_allreduce')
+        check_returned_none(returned, algorithm, 'check_allreduce')
         want = sum(values)
         for i, (a, d) in enumerate(zip(arrays, devices)):
             if a.ctx != d or a.dtype != onp.float32 or a.shape != shape:
@@ -253,7 +253,7 @@ def check_allreduce(algorithm, devices=None, shapes=((7,), (3, 5))):
                     f'all inputs; {hint} ({CONTRACT})')
 
 
-def check_returned_none(returned, name, where):
+def check_returned_none(returned, algorithm, where):
     """Raise if an allreduce returned a value instead of writing in place.
 
     Raises
@@ -263,6 +263,7 @@ def check_returned_none(returned, name, where):
         unchanged, so training would silently not average them.
     """
     if returned is not None:
+        name = getattr(algorithm, '__name__', repr(algorithm))
         raise TypeError(f'{where}: algorithm {name} returned a '
                         f'{type(returned).__name__} instead of None; an '
                         f'allreduce must write the sum into every input '
