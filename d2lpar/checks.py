@@ -196,7 +196,7 @@ CONTRACT = ('the allreduce contract in help(d2lpar.allreduce): '
             'algorithm(data) sums in place and returns None')
 
 
-def check_returned_none(returned, name, where):
+def check_returned_none(returned, algorithm, where):
     """Raise if an allreduce returned a value instead of writing in place.
 
     Raises
@@ -206,6 +206,7 @@ def check_returned_none(returned, name, where):
         unchanged, so training would silently not average them.
     """
     if returned is not None:
+        name = getattr(algorithm, '__name__', repr(algorithm))
         raise TypeError(f'{where}: algorithm {name} returned a '
                         f'{type(returned).__name__} instead of None; an '
                         f'allreduce must write the sum into every input '

@@ -52,20 +52,19 @@ def add_network_flags(p):
 
 
 def _train_parser(commands):
+    from .training import INIT_SCALE
     p = commands.add_parser('train', help='train LeNet on k devices')
     p.add_argument('--devices', type=int, default=1,
                    help='number of devices (GPUs, else CPU contexts)')
     p.add_argument('--epochs', type=int, default=10)
     add_training_flags(p, 'minibatch size summed over all devices', 256,
                        0.2)
-    # Not the chapter's 0.01: from weights that small LeNet stays at
-    # chance for about its whole first epoch, and a reader who tries one
-    # epoch on the command line should see it learn. The first printed
-    # line names the scale and how to get the chapter's.
-    p.add_argument('--init-scale', type=float, default=0.1,
-                   help='std of the initial weights (default 0.1; the '
-                        'book uses 0.01, which stays at chance for about '
-                        'one epoch)')
+    # dp.train's own default: from d2l's 0.01 LeNet stays at chance for
+    # about its whole first epoch, and one epoch should visibly learn.
+    p.add_argument('--init-scale', type=float, default=INIT_SCALE,
+                   help=f'std of the initial weights (default '
+                        f'{INIT_SCALE}; d2l uses 0.01, which stays at '
+                        f'chance for about one epoch)')
 
 
 def _worker_parser(commands):
@@ -174,8 +173,8 @@ def _train(args):
     from .training import train
     devs = devices(args.devices)
     print(f'training on {devs}', flush=True)
-    print(f'initial weights: std {args.init_scale} (the book uses '
-          '0.01: --init-scale 0.01)', flush=True)
+    print(f'initial weights: std {args.init_scale} (--init-scale)',
+          flush=True)
     data = load_fashion_mnist(args.batch_size, args.data,
                               num_train=args.num_train,
                               num_test=args.num_test)

@@ -63,8 +63,9 @@ def devices(n=None):
         return [mx.cpu(i) for i in range(1 if n is None else n)]
     if num_gpus == 0:
         raise RuntimeError(f'devices: {ENV_VAR}=gpu but MXNet sees no GPU; '
-                           f'install a CUDA build of MXNet (see README) or '
-                           f'set {ENV_VAR}=cpu')
+                           f'install the CUDA build of MXNet matching your '
+                           f'CUDA (mxnet-cuXXX==1.9.1, see README) or set '
+                           f'{ENV_VAR}=cpu')
     if n is not None and n > num_gpus:
         raise ValueError(f'devices: asked for {n} GPUs but MXNet sees only '
                          f'{num_gpus}; ask for at most {num_gpus}, or set '

@@ -94,23 +94,19 @@ def train_batch(X, y, device_params, devices, lr, net=lenet,
                   for out, y_shard in zip(outs, y_shards)]
         for l in ls:  # backpropagation is performed separately on each device
             l.backward()
-        if accumulate > 1:  # keep a running sum: backward overwrites .grad
+        if accumulate > 1:  # backward overwrites .grad: keep a running sum
             sums = add_gradients(sums, grads)
         losses += ls
-        corrects += [(out.argmax(axis=1).astype(y_shard.dtype) == y_shard)
-                     .sum() for out, y_shard in zip(outs, y_shards)]
+        corrects += count_correct(outs, y_shards)
     if sums is not None:
-        for g_list, s_list in zip(grads, sums):
-            for g, s in zip(g_list, s_list):
-                g[:] = s
+        copy_gradients(sums, grads)
     # Sum all gradients from each device and broadcast them to all devices
     if bucket:
         bucketed_allreduce(grads, algorithm)
     else:
         for i in range(len(grads[0])):
-            check_returned_none(algorithm([g[i] for g in grads]),
-                                getattr(algorithm, '__name__', 'algorithm'),
-                                'train_batch')
+            returned = algorithm([g[i] for g in grads])
+            check_returned_none(returned, algorithm, 'train_batch')
     # Divide by the whole batch size: the step equals the 1-device step
     for params in device_params:
         d2l.sgd(params, lr, X.shape[0])
@@ -133,6 +129,19 @@ def add_gradients(sums, grads):
         for s, g in zip(s_list, g_list):
             s[:] += g
     return sums
+
+
+def copy_gradients(sums, grads):
+    """Write the accumulated ``sums`` into the gradient buffers."""
+    for s_list, g_list in zip(sums, grads):
+        for s, g in zip(s_list, g_list):
+            g[:] = s
+
+
+def count_correct(outs, y_shards):
+    """Per shard, how many argmax predictions equal the labels (lazy)."""
+    return [(out.argmax(axis=1).astype(y.dtype) == y).sum()
+            for out, y in zip(outs, y_shards)]
 
 
 def train(num_gpus=1, batch_size=256, lr=0.2, num_epochs=10, *,

@@ -10,11 +10,6 @@ CHAPTERS = sorted(f for f in os.listdir(BOOK) if f.endswith('.md')
                   and '\nkernelspec:' in open(os.path.join(BOOK, f)).read())
 CELL = re.compile(r'^```\{code-cell\}[^\n]*\n(.*?)^```',
                   re.DOTALL | re.MULTILINE)
-# Chapters whose literalincludes have not been turned into show_source
-# cells yet (strict: the test fails once they have, so the list shrinks).
-LITERAL_PENDING = {'communication.md', 'multiprocess.md'}
-# Chapters whose visible cells still echo glue_text's return value.
-ECHO_PENDING = {'communication.md', 'multiprocess.md'}
 
 
 def code_cells(name):
@@ -146,15 +141,7 @@ def typed_measurements(page):
     return found
 
 
-# Chapters being rewritten by another branch; each must pass once it has
-# been (strict: the test fails when they pass, so this list shrinks).
-PENDING = {'communication.md', 'multiprocess.md'}
-
-
-@pytest.mark.parametrize('page', [
-    pytest.param(p, marks=pytest.mark.xfail(
-        strict=True, reason='numbers typed; being rewritten'))
-    if p in PENDING else p for p in PAGES])
+@pytest.mark.parametrize('page', PAGES)
 def test_no_measured_number_typed_in_prose(page):
     """Percentages, ratios, times, sizes, counts that are not known
     constants, and past-tense verdicts ("ran faster") come from glue,
@@ -195,10 +182,7 @@ def test_every_glue_reference_is_glued(name):
         assert any(p.match(key) for p in patterns), key
 
 
-@pytest.mark.parametrize('name', [
-    pytest.param(c, marks=pytest.mark.xfail(
-        strict=True, reason='cells echo glue_text'))
-    if c in ECHO_PENDING else c for c in CHAPTERS])
+@pytest.mark.parametrize('name', CHAPTERS)
 def test_visible_cells_do_not_echo_glued_text(name):
     """A cell the reader sees must not end by echoing the string that
     glue_text returns ('2 and 3'): end it with ';' or assign the result."""
@@ -230,10 +214,7 @@ def test_echoing_cell_is_caught():
     assert echoing_cells(cell % (':tags: [remove-cell]', '')) == []
 
 
-@pytest.mark.parametrize('name', [
-    pytest.param(c, marks=pytest.mark.xfail(
-        strict=True, reason='literalincludes not converted yet'))
-    if c in LITERAL_PENDING else c for c in CHAPTERS])
+@pytest.mark.parametrize('name', CHAPTERS)
 def test_chapters_show_source_without_docstrings(name):
     """Library code is shown with dp.show_source (no docstring), never a
     literalinclude that prints the whole numpy docstring first; every

@@ -35,12 +35,10 @@ def test_counts_exactly_the_job_and_returns_its_status():
 
 
 def test_timeout_stops_the_job():
-    start = time.time()
+    """A job past its time limit is stopped and reported as status 124,
+    long before it would have ended by itself."""
+    start = time.monotonic()
     status, _ = loopback.run_counting_bytes(
         [sys.executable, '-c', 'import time; time.sleep(60)'], timeout=2)
     assert status == 124
-    assert time.time() - start < 20
-
-
-def test_loopback_counter_reads_this_namespace():
-    assert loopback.loopback_tx_bytes() >= 0
+    assert time.monotonic() - start < 20
