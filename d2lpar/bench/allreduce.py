@@ -255,10 +255,10 @@ def run(device_counts=(2, 4), sizes=SIZES, repeats=10, algorithms=None,
                 for name, fn in algorithms.items()]
             copy = timed[0][1]
             for name, seconds in timed:
-                rows.append(dict(devices=k, bytes=nbytes, algorithm=name,
-                                 seconds=seconds,
-                                 gb_per_s=nbytes / seconds / 1e9,
-                                 vs_copy=copy / seconds))
+                rows.append({'devices': k, 'bytes': nbytes,
+                             'algorithm': name, 'seconds': seconds,
+                             'gb_per_s': nbytes / seconds / 1e9,
+                             'vs_copy': copy / seconds})
                 if progress:
                     progress(format_row(rows[-1]))
     return rows
