@@ -1,7 +1,7 @@
 """Gradient buckets: pack many arrays into one buffer, reduce it once."""
 from mxnet import np
 
-from .collectives import allreduce, flat_view
+from .collectives import allreduce
 
 
 def bucketed_allreduce(arrays_per_device, algorithm=allreduce):
@@ -37,13 +37,31 @@ def bucketed_allreduce(arrays_per_device, algorithm=allreduce):
         raise ValueError('bucketed_allreduce: every device must hold '
                          'arrays of the same shapes in the same order; '
                          f'got {shapes}')
-    buffers = [np.concatenate([flat_view(a) for a in arrays])
-               for arrays in arrays_per_device]
+    buffers = []
+    for arrays in arrays_per_device:
+        # Copies into a new buffer, not np.concatenate: MXNet's concat
+        # operator took several times as long, and far longer when its
+        # OpenMP threads met other work on the cores.
+        buffer = np.empty(sum(a.size for a in arrays), ctx=arrays[0].ctx,
+                          dtype=arrays[0].dtype)
+        for a, part in zip(arrays, _parts(buffer, arrays)):
+            _flat(a).copyto(part)
+        buffers.append(buffer)
     algorithm(buffers)
     for arrays, buffer in zip(arrays_per_device, buffers):
-        packed, start = buffer.as_nd_ndarray(), 0
-        for a in arrays:
-            # copyto into a legacy view: mxnet.numpy's setitem is slower
-            packed[start:start + a.size].copyto(
-                a.as_nd_ndarray().reshape((-1,)))
-            start += a.size
+        for a, part in zip(arrays, _parts(buffer, arrays)):
+            part.copyto(_flat(a))
+
+
+# Legacy NDArray views: they share memory, and copyto between them is
+# faster than mxnet.numpy's setitem.
+def _flat(a):
+    return a.as_nd_ndarray().reshape((-1,))
+
+
+def _parts(buffer, arrays):
+    """Views of ``buffer``, one the size of each of ``arrays`` in turn."""
+    packed, start = buffer.as_nd_ndarray(), 0
+    for a in arrays:
+        yield packed[start:start + a.size]
+        start += a.size
