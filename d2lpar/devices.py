@@ -7,6 +7,7 @@ context its own worker thread, so two CPU contexts really do run side by
 side, on separate cores when the machine has them.
 """
 import os
+import warnings
 
 import mxnet as mx
 
@@ -45,8 +46,15 @@ def devices(n=None):
     Raises
     ------
     ValueError
-        If ``n`` is not positive, if more GPUs are asked for than MXNet
-        sees, or if ``D2LPAR_DEVICES`` has an unknown value.
+        If ``n`` is not positive, if ``D2LPAR_DEVICES=gpu`` and more GPUs
+        are asked for than MXNet sees, or if ``D2LPAR_DEVICES`` has an
+        unknown value.
+
+    Warns
+    -----
+    UserWarning
+        When more devices are asked for than MXNet sees GPUs (a reader
+        with one GPU): ``n`` CPU contexts are returned instead.
     RuntimeError
         If ``D2LPAR_DEVICES=gpu`` but MXNet sees no GPU.
 
@@ -67,7 +75,17 @@ def devices(n=None):
                            f'CUDA (mxnet-cuXXX==1.9.1, see README) or set '
                            f'{ENV_VAR}=cpu')
     if n is not None and n > num_gpus:
-        raise ValueError(f'devices: asked for {n} GPUs but MXNet sees only '
-                         f'{num_gpus}; ask for at most {num_gpus}, or set '
-                         f'{ENV_VAR}=cpu to use {n} CPU contexts')
+        if os.environ.get(ENV_VAR, '').strip().lower() == 'gpu':
+            raise ValueError(f'devices: asked for {n} GPUs but MXNet sees '
+                             f'only {num_gpus}; ask for at most '
+                             f'{num_gpus}, or unset {ENV_VAR} to fall back '
+                             f'to {n} CPU contexts')
+        # A reader with one GPU still runs every chapter: k CPU contexts
+        # show the same algorithms (mixing a GPU with CPU contexts would
+        # make the slowest device set the pace of every step).
+        warnings.warn(f'devices: {n} devices asked for but MXNet sees '
+                      f'{num_gpus} GPU(s); using {n} CPU contexts instead '
+                      f'(set {ENV_VAR}=gpu to make this an error)',
+                      stacklevel=2)
+        return [mx.cpu(i) for i in range(n)]
     return [mx.gpu(i) for i in range(num_gpus if n is None else n)]

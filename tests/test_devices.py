@@ -41,8 +41,18 @@ def test_env_forces_cpu(two_gpus, monkeypatch):
     assert dp.devices(2) == [mx.cpu(0), mx.cpu(1)]
 
 
-def test_too_many_gpus_is_clear_error(two_gpus):
-    """Asking for more GPUs than exist names both numbers."""
+def test_too_many_gpus_falls_back_to_cpu_contexts(two_gpus):
+    """A reader with fewer GPUs than a chapter needs still runs it: k
+    distinct CPU contexts, with a warning that says so."""
+    with pytest.warns(UserWarning, match='3 devices asked for .* 2 GPU'):
+        assert dp.devices(3) == [mx.cpu(0), mx.cpu(1), mx.cpu(2)]
+
+
+def test_too_many_gpus_when_gpus_forced_is_clear_error(two_gpus,
+                                                       monkeypatch):
+    """With D2LPAR_DEVICES=gpu, asking for more GPUs than exist is an
+    error naming both numbers."""
+    monkeypatch.setenv('D2LPAR_DEVICES', 'gpu')
     with pytest.raises(ValueError, match='asked for 3 GPUs.*only 2'):
         dp.devices(3)
 
