@@ -12,9 +12,9 @@ CELL = re.compile(r'^```\{code-cell\}[^\n]*\n(.*?)^```',
                   re.DOTALL | re.MULTILINE)
 # Chapters whose literalincludes have not been turned into show_source
 # cells yet (strict: the test fails once they have, so the list shrinks).
-LITERAL_PENDING = {'communication.md', 'multiprocess.md'}
+LITERAL_PENDING = {'communication.md'}
 # Chapters whose visible cells still echo glue_text's return value.
-ECHO_PENDING = {'communication.md', 'multiprocess.md'}
+ECHO_PENDING = {'communication.md'}
 
 
 def code_cells(name):
@@ -147,7 +147,7 @@ def typed_measurements(page):
 
 # Chapters being rewritten by another branch; each must pass once it has
 # been (strict: the test fails when they pass, so this list shrinks).
-PENDING = {'communication.md', 'multiprocess.md'}
+PENDING = {'communication.md'}
 
 
 @pytest.mark.parametrize('page', [
