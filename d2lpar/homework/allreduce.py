@@ -78,6 +78,8 @@ def diagnose_sum(originals, inputs, case, list_after=None, returned=None,
                       if a is not originals[i]]
     if isinstance(returned, (list, tuple)):
         elsewhere += list(enumerate(returned))[:k]
+    elif isinstance(returned, np.ndarray):  # 'return total': data[0]'s
+        elsewhere.append((0, returned))
     for i, a in elsewhere:
         if not isinstance(a, np.ndarray):
             continue
