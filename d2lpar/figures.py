@@ -4,7 +4,7 @@ from matplotlib.patches import FancyArrowPatch, Rectangle
 from matplotlib.ticker import MaxNLocator
 
 from . import schedules
-from .costmodel import allreduce_time
+from .costmodel import allreduce_time, engine_bytes
 from .splitting import shard_sizes
 
 # One colour per device, the same on every page.
@@ -302,7 +302,7 @@ def plot_engines(rows, nbytes):
     step. Right: bytes sent over loopback per step, in units of the
     gradients' size ``N``, beside the textbook count (parameter server
     with one server: each worker pushes and pulls ``N``, ``2kN`` in all;
-    ring all-reduce: ``2(k-1)N``).
+    ring all-reduce: ``2(k-1)N``; :func:`d2lpar.costmodel.engine_bytes`).
 
     Parameters
     ----------
@@ -318,8 +318,7 @@ def plot_engines(rows, nbytes):
     names = [r['engine'] for r in rows]
     left.bar(names, [1e3 * r['sec_per_step'] for r in rows])
     left.set_ylabel('ms per step')
-    model = [2 * r['workers'] if r['engine'] == 'kvstore'
-             else 2 * (r['workers'] - 1) for r in rows]
+    model = [engine_bytes(r['engine'], r['workers'], 1)[0] for r in rows]
     sent = [(r['bytes_per_step'] or 0) / nbytes for r in rows]
     x = range(len(rows))
     right.bar([i - 0.2 for i in x], sent, 0.4, label='measured')

@@ -15,7 +15,8 @@ rm -rf _build/extra && mkdir -p _build/extra/notebooks
 # `make test-notebooks` executes the same notebooks with only
 # d2lpar[cpu,notebook] installed.
 scripts/chapter-notebooks.sh "$venv" _build/extra/notebooks
-scripts/make-homework.sh "$venv"  # student notebooks, teacher's executed
+# student notebooks only (make test-slow runs the teacher's)
+scripts/make-homework.sh "$venv"
 start=$(date +%s)
 "$venv/bin/jupyter-book" build . --all -W --keep-going
 echo "book: built _build/html in $(( $(date +%s) - start )) s${D2LPAR_QUICK:+ (quick mode)}"

@@ -6,8 +6,9 @@ notebooks whose solution cells carry nbgrader metadata and the markers
 nbgrader can take them as they are. The student version is made by
 nbgrader's own preprocessors (``ClearSolutions`` puts a stub where each
 solution was, answer cells become "YOUR ANSWER HERE"; ``ClearOutput``
-drops outputs), never by a hand-written regex. Used by
-``scripts/make-homework.sh`` during the book build::
+drops outputs), never by a hand-written regex. The book build
+(``scripts/make-homework.sh``) makes only the student versions; the slow
+test ``tests/test_homework_notebooks.py`` runs the teacher's. By hand::
 
     python -m d2lpar.homework.notebooks homework _build/extra/homework \
         --teacher _build/homework-teacher --execute
