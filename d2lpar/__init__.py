@@ -40,15 +40,20 @@ first operator runs:
 - ``npx.set_np()`` (in ``d2lpar.model``): MXNet's NumPy interface, as in
   d2l, so arrays are ``mxnet.np.ndarray``.
 """
+
 import os
 import sys
 
 if sys.version_info[:2] != (3, 11):
     import warnings
-    warnings.warn(f'd2lpar is tested on Python 3.11 only, this is '
-                  f'{sys.version.split()[0]}: mxnet 1.9.1 and numpy 1.23.5 '
-                  f'have no wheels for Python 3.12+; make a Python 3.11 '
-                  f'venv (see README)', stacklevel=2)
+
+    warnings.warn(
+        f'd2lpar is tested on Python 3.11 only, this is '
+        f'{sys.version.split()[0]}: mxnet 1.9.1 and numpy 1.23.5 '
+        f'have no wheels for Python 3.12+; make a Python 3.11 '
+        f'venv (see README)',
+        stacklevel=2,
+    )
 
 # Why 64 scratch buffers: see the module docstring. A value the user set
 # wins. Set before MXNet is imported, which reads it.
@@ -63,63 +68,124 @@ except ImportError as err:
         f'{sys.prefix} ({err}); install it with: pip install '
         f'"d2lpar[cpu]" (CPU), or pip install mxnet-cu112==1.9.1 (a CUDA '
         f'build, matching your CUDA). MXNet installs on Python 3.11 '
-        f'only.') from err
+        f'only.'
+    ) from err
 except AttributeError as err:  # numpy >= 1.24 removed np.bool
     raise ImportError(
         f'MXNet 1.9.1 failed to import ({err}); it needs numpy < 1.24: '
-        f'pip install "numpy==1.23.5"') from err
+        f'pip install "numpy==1.23.5"'
+    ) from err
 
 from . import bench, checks, costmodel, dist, epochs, figures, schedules
-from .book import (BookSettings, book_settings, glue_text,
-                   show_source)
+from .book import BookSettings, book_settings, glue_text, show_source
 from .buckets import bucketed_allreduce
-from .collectives import (allreduce, doubling_allreduce, flat_view,
-                          ring_allreduce, run_schedule, sharded_allreduce)
-from .concise import (gluon_lenet, set_lenet_params, train_batch_concise,
-                      train_concise)
+from .collectives import (
+    allreduce,
+    doubling_allreduce,
+    flat_view,
+    ring_allreduce,
+    run_schedule,
+    sharded_allreduce,
+)
+from .concise import (
+    gluon_lenet,
+    set_lenet_params,
+    train_batch_concise,
+    train_concise,
+)
 from .data import load_fashion_mnist
-from .idx import DatasetError
 from .devices import devices
 from .evaluation import evaluate_accuracy, evaluate_accuracy_sharded
-from .homework import (check_allreduce, check_average_params,
-                       check_evaluate, check_grad_accumulation,
-                       check_ring_schedule, check_split_batch,
-                       check_train_batch, check_train_epoch)
+from .figures import draw_parallelism_schemes, plot_accuracy, plot_split
+from .homework import (
+    check_allreduce,
+    check_average_params,
+    check_evaluate,
+    check_grad_accumulation,
+    check_ring_schedule,
+    check_split_batch,
+    check_train_batch,
+    check_train_epoch,
+)
+from .idx import DatasetError
 from .kvstore import kvstore_allreduce
 from .model import LENET_SHAPES, init_lenet_params, lenet
 from .parameters import get_params
-from .figures import draw_parallelism_schemes, plot_accuracy, plot_split
 from .splitting import shard_sizes, split_batch
 from .training import TrainResult, cross_entropy, train, train_batch
 
 __version__ = '0.1.0'
 
 __all__ = [
-    'bench', 'checks', 'costmodel', 'dist', 'epochs', 'figures',
+    'bench',
+    'checks',
+    'costmodel',
+    'dist',
+    'epochs',
+    'figures',
     'schedules',
-    'BookSettings', 'DatasetError', 'LENET_SHAPES', 'TrainResult',
-    'allreduce', 'book_settings', 'bucketed_allreduce',
-    'kvstore_allreduce', 'cross_entropy', 'devices', 'doubling_allreduce',
-    'draw_parallelism_schemes', 'evaluate_accuracy', 'glue_text',
-    'gluon_lenet', 'set_lenet_params', 'show_source', 'train_batch_concise',
+    'BookSettings',
+    'DatasetError',
+    'LENET_SHAPES',
+    'TrainResult',
+    'allreduce',
+    'book_settings',
+    'bucketed_allreduce',
+    'kvstore_allreduce',
+    'cross_entropy',
+    'devices',
+    'doubling_allreduce',
+    'draw_parallelism_schemes',
+    'evaluate_accuracy',
+    'glue_text',
+    'gluon_lenet',
+    'set_lenet_params',
+    'show_source',
+    'train_batch_concise',
     'train_concise',
-    'evaluate_accuracy_sharded', 'get_params', 'init_lenet_params',
-    'lenet', 'load_fashion_mnist', 'plot_accuracy', 'plot_split',
-    'ring_allreduce', 'run_schedule', 'shard_sizes', 'sharded_allreduce',
-    'flat_view', 'split_batch', 'train',
+    'evaluate_accuracy_sharded',
+    'get_params',
+    'init_lenet_params',
+    'lenet',
+    'load_fashion_mnist',
+    'plot_accuracy',
+    'plot_split',
+    'ring_allreduce',
+    'run_schedule',
+    'shard_sizes',
+    'sharded_allreduce',
+    'flat_view',
+    'split_batch',
+    'train',
     'train_batch',
-    'check_allreduce', 'check_average_params', 'check_evaluate',
-    'check_grad_accumulation', 'check_ring_schedule', 'check_split_batch',
-    'check_train_batch', 'check_train_epoch',
+    'check_allreduce',
+    'check_average_params',
+    'check_evaluate',
+    'check_grad_accumulation',
+    'check_ring_schedule',
+    'check_split_batch',
+    'check_train_batch',
+    'check_train_epoch',
 ]
 
 # Beyond the basic step: optimizer state, ZeRO, averaging, replicas.
 from . import optim
-from .optim import (SGD, Adam, Momentum, init_states,
-                    state_bytes, train_batch_optim)
+from .optim import (
+    SGD,
+    Adam,
+    Momentum,
+    init_states,
+    state_bytes,
+    train_batch_optim,
+)
 
 __all__ += [
-    'optim', 'SGD', 'Momentum', 'Adam', 'init_states', 'state_bytes',
+    'optim',
+    'SGD',
+    'Momentum',
+    'Adam',
+    'init_states',
+    'state_bytes',
     'train_batch_optim',
 ]
 from . import zero
@@ -127,22 +193,58 @@ from .zero import init_zero_states, train_batch_zero
 
 __all__ += ['zero', 'init_zero_states', 'train_batch_zero']
 from . import averaging
-from .averaging import (LocalSGDResult, average_params,
-                        local_sgd_step, train_local_sgd)
+from .averaging import (
+    LocalSGDResult,
+    average_params,
+    local_sgd_step,
+    train_local_sgd,
+)
 
-__all__ += ['averaging', 'LocalSGDResult', 'average_params',
-            'local_sgd_step', 'train_local_sgd']
+__all__ += [
+    'averaging',
+    'LocalSGDResult',
+    'average_params',
+    'local_sgd_step',
+    'train_local_sgd',
+]
 from . import batchnorm, replicas
-from .batchnorm import (bn_mlp, evaluate_bn, init_bn_mlp, replicate_bn,
-                        train_batch_bn)
+from .batchnorm import (
+    bn_mlp,
+    evaluate_bn,
+    init_bn_mlp,
+    replicate_bn,
+    train_batch_bn,
+)
 from .replicas import DriftDetector, checksum, find_drift
 
-__all__ += ['batchnorm', 'replicas', 'bn_mlp', 'evaluate_bn',
-            'init_bn_mlp', 'replicate_bn', 'train_batch_bn',
-            'DriftDetector', 'checksum', 'find_drift']
+__all__ += [
+    'batchnorm',
+    'replicas',
+    'bn_mlp',
+    'evaluate_bn',
+    'init_bn_mlp',
+    'replicate_bn',
+    'train_batch_bn',
+    'DriftDetector',
+    'checksum',
+    'find_drift',
+]
 from . import overlap
-from .overlap import (comm_overlap, make_buckets, plot_timeline,
-                      profile_step, time_overlap, train_batch_overlap)
+from .overlap import (
+    comm_overlap,
+    make_buckets,
+    plot_timeline,
+    profile_step,
+    time_overlap,
+    train_batch_overlap,
+)
 
-__all__ += ['overlap', 'comm_overlap', 'make_buckets', 'plot_timeline',
-            'profile_step', 'time_overlap', 'train_batch_overlap']
+__all__ += [
+    'overlap',
+    'comm_overlap',
+    'make_buckets',
+    'plot_timeline',
+    'profile_step',
+    'time_overlap',
+    'train_batch_overlap',
+]

@@ -1,4 +1,5 @@
 """Allow ``python -m d2lpar``."""
+
 import sys
 
 from .cli import main

@@ -7,6 +7,7 @@ parameters (weighted by shard size) is exactly the gradient-averaging
 step. Averaging only every ``H`` steps (local SGD) communicates ``H``
 times less, and lets the replicas drift apart in between.
 """
+
 import dataclasses
 
 from mxnet import autograd, npx
@@ -49,9 +50,11 @@ def average_params(device_params, weights=None, algorithm=ring_allreduce):
     k = len(device_params)
     weights = [1 / k] * k if weights is None else list(weights)
     if len(weights) != k or abs(sum(weights) - 1) > 1e-6:
-        raise ValueError(f'average_params: need {k} weights summing to 1, '
-                         f'got {weights}; pass shard sizes divided by the '
-                         f'batch size, or None for equal weights')
+        raise ValueError(
+            f'average_params: need {k} weights summing to 1, '
+            f'got {weights}; pass shard sizes divided by the '
+            f'batch size, or None for equal weights'
+        )
     for params, w in zip(device_params, weights):
         for p in params:
             p[:] = p * w
@@ -59,8 +62,9 @@ def average_params(device_params, weights=None, algorithm=ring_allreduce):
         algorithm([params[i] for params in device_params])
 
 
-def local_sgd_step(X, y, device_params, devices, lr, net=lenet,
-                   loss=cross_entropy):
+def local_sgd_step(
+    X, y, device_params, devices, lr, net=lenet, loss=cross_entropy
+):
     """Each device takes an SGD step on its own shard; no communication.
 
     Taught in the chapter on local SGD. Device ``j`` divides by its own
@@ -86,9 +90,12 @@ def local_sgd_step(X, y, device_params, devices, lr, net=lenet,
     """
     X_shards, y_shards = split_batch(X, y, devices)
     with autograd.record():
-        ls = [loss(net(X_shard, params), y_shard).sum()
-              for X_shard, y_shard, params in zip(
-                  X_shards, y_shards, device_params)]
+        ls = [
+            loss(net(X_shard, params), y_shard).sum()
+            for X_shard, y_shard, params in zip(
+                X_shards, y_shards, device_params
+            )
+        ]
     for l in ls:
         l.backward()
     for params, X_shard in zip(device_params, X_shards):
@@ -121,8 +128,9 @@ class LocalSGDResult:
     drift: list
 
 
-def train_local_sgd(H, devices, data, num_epochs=1, lr=0.2, seed=0,
-                    init_scale=0.1):
+def train_local_sgd(
+    H, devices, data, num_epochs=1, lr=0.2, seed=0, init_scale=0.1
+):
     """Train LeNet with local SGD: average the parameters every H steps.
 
     Taught in the chapter on local SGD. ``H=1`` is ordinary synchronous
@@ -158,9 +166,13 @@ def train_local_sgd(H, devices, data, num_epochs=1, lr=0.2, seed=0,
     steps, drift = 0, []
 
     def sync(weights):
-        drift.append(max(abs(p - q.as_in_ctx(p.ctx)).max().item()
-                         for replica in device_params[1:]
-                         for p, q in zip(device_params[0], replica)))
+        drift.append(
+            max(
+                abs(p - q.as_in_ctx(p.ctx)).max().item()
+                for replica in device_params[1:]
+                for p, q in zip(device_params[0], replica)
+            )
+        )
         average_params(device_params, weights)
 
     for _ in range(num_epochs):
@@ -173,5 +185,4 @@ def train_local_sgd(H, devices, data, num_epochs=1, lr=0.2, seed=0,
     if steps % H:
         sync(None)  # the final model is the average
     acc = evaluate_accuracy(device_params[0], test_iter, devices[0])
-    return LocalSGDResult(acc, steps, len(drift), len(drift) * per_sync,
-                          drift)
+    return LocalSGDResult(acc, steps, len(drift), len(drift) * per_sync, drift)

@@ -9,6 +9,7 @@ its own shards and drift apart. *Synchronised* BatchNorm sums the
 per-feature sums and sums of squares over the devices before
 normalising: the whole batch's statistics, on every device.
 """
+
 import numpy as onp
 from mxnet import autograd, np, npx
 
@@ -20,8 +21,13 @@ from .training import cross_entropy
 
 # (name, shape) of the parameters, in the order bn_mlp reads them. The
 # first layer has no bias: BatchNorm's beta plays that role.
-BN_MLP_SHAPES = (('W1', (784, 64)), ('gamma', (64,)), ('beta', (64,)),
-                 ('W2', (64, 10)), ('b2', (10,)))
+BN_MLP_SHAPES = (
+    ('W1', (784, 64)),
+    ('gamma', (64,)),
+    ('beta', (64,)),
+    ('W2', (64, 10)),
+    ('b2', (10,)),
+)
 # The running statistics, one value per hidden feature.
 BN_STAT_NAMES = ('running_mean', 'running_var')
 EPS = 1e-5
@@ -47,9 +53,13 @@ def init_bn_mlp(seed=0, scale=0.1):
     rng = onp.random.default_rng(seed)
     params = []
     for name, shape in BN_MLP_SHAPES:
-        values = (rng.normal(0, scale, shape) if name.startswith('W')
-                  else onp.ones(shape) if name == 'gamma'
-                  else onp.zeros(shape))
+        values = (
+            rng.normal(0, scale, shape)
+            if name.startswith('W')
+            else onp.ones(shape)
+            if name == 'gamma'
+            else onp.zeros(shape)
+        )
         params.append(np.array(values, dtype='float32'))
     stats = [np.zeros(64), np.ones(64)]
     return params, stats
@@ -89,8 +99,11 @@ def bn_mlp(X, params, moments):
     -------
     mxnet.numpy.ndarray, shape (batch, 10)
     """
-    return _head(np.dot(X.reshape(X.shape[0], -1), params[0]),  # (b, 64)
-                 params, moments)
+    return _head(
+        np.dot(X.reshape(X.shape[0], -1), params[0]),  # (b, 64)
+        params,
+        moments,
+    )
 
 
 def _head(h, params, moments):
@@ -98,7 +111,7 @@ def _head(h, params, moments):
     _, gamma, beta, W2, b2 = params
     mean, var = moments
     h = gamma * (h - mean) / np.sqrt(var + EPS) + beta
-    return np.dot(npx.relu(h), W2) + b2               # (batch, 10)
+    return np.dot(npx.relu(h), W2) + b2  # (batch, 10)
 
 
 def _moments(hs, sync):
@@ -106,10 +119,12 @@ def _moments(hs, sync):
     if not sync:
         # Written out: the gradient of MXNet 1.9's np.var disagrees with
         # both this formula and the sums below (tests compare them).
-        return [(h.mean(axis=0), ((h - h.mean(axis=0)) ** 2).mean(axis=0))
-                for h in hs]
+        return [
+            (h.mean(axis=0), ((h - h.mean(axis=0)) ** 2).mean(axis=0))
+            for h in hs
+        ]
     n = sum(h.shape[0] for h in hs)
-    s1 = [h.sum(axis=0) for h in hs]                  # (64,) per device
+    s1 = [h.sum(axis=0) for h in hs]  # (64,) per device
     s2 = [(h * h).sum(axis=0) for h in hs]
     moments = []
     for h in hs:  # every device adds the same terms in the same order
@@ -119,8 +134,17 @@ def _moments(hs, sync):
     return moments
 
 
-def train_batch_bn(X, y, device_params, device_stats, devices, lr,
-                   sync=False, momentum=0.9, loss=cross_entropy):
+def train_batch_bn(
+    X,
+    y,
+    device_params,
+    device_stats,
+    devices,
+    lr,
+    sync=False,
+    momentum=0.9,
+    loss=cross_entropy,
+):
     """One data-parallel SGD step of the BatchNorm MLP.
 
     Taught in the chapter "Replicas in sync". With ``sync=False`` each
@@ -149,17 +173,23 @@ def train_batch_bn(X, y, device_params, device_stats, devices, lr,
     """
     X_shards, y_shards = split_batch(X, y, devices)
     with autograd.record():
-        hs = [np.dot(X_shard.reshape(X_shard.shape[0], -1), params[0])
-              for X_shard, params in zip(X_shards, device_params)]
+        hs = [
+            np.dot(X_shard.reshape(X_shard.shape[0], -1), params[0])
+            for X_shard, params in zip(X_shards, device_params)
+        ]
         moments = _moments(hs, sync)
-        ls = [loss(_head(h, params, m), y_shard).sum()
-              for h, y_shard, params, m in zip(
-                  hs, y_shards, device_params, moments)]
+        ls = [
+            loss(_head(h, params, m), y_shard).sum()
+            for h, y_shard, params, m in zip(
+                hs, y_shards, device_params, moments
+            )
+        ]
     autograd.backward(ls)  # one pass: with sync, losses share the moments
     for i in range(len(device_params[0])):
         allreduce([params[i].grad for params in device_params])
-    for params, stats, (mean, var) in zip(device_params, device_stats,
-                                          moments):
+    for params, stats, (mean, var) in zip(
+        device_params, device_stats, moments
+    ):
         for p in params:
             p[:] = p - lr * p.grad / X.shape[0]
         stats[0][:] = momentum * stats[0] + (1 - momentum) * mean
@@ -180,5 +210,6 @@ def evaluate_bn(params, stats, data_iter, device):
     -------
     float
     """
-    return evaluate_accuracy(params, data_iter, device,
-                             net=lambda X, p: bn_mlp(X, p, stats))
+    return evaluate_accuracy(
+        params, data_iter, device, net=lambda X, p: bn_mlp(X, p, stats)
+    )

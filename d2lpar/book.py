@@ -3,6 +3,7 @@
 ``D2LPAR_QUICK=1`` makes every chapter train briefly on a slice of the
 data so a whole build takes minutes; the pages then say so.
 """
+
 import ast
 import dataclasses
 import inspect
@@ -33,13 +34,17 @@ class BookSettings:
     def describe(self):
         """A sentence for the page saying how it was built."""
         if not self.quick:
-            return (f'This page was built with the full settings: '
-                    f'{self.num_epochs} epochs on all 60,000 training '
-                    f'images.')
-        return (f'This page was built in quick mode ({QUICK_VAR}=1): '
-                f'{self.num_epochs} epochs on the first {self.num_train:,} '
-                f'training images, so its numbers are rougher than a '
-                f'full build\'s.')
+            return (
+                f'This page was built with the full settings: '
+                f'{self.num_epochs} epochs on all 60,000 training '
+                f'images.'
+            )
+        return (
+            f'This page was built in quick mode ({QUICK_VAR}=1): '
+            f'{self.num_epochs} epochs on the first {self.num_train:,} '
+            f'training images, so its numbers are rougher than a '
+            f"full build's."
+        )
 
 
 def book_settings():
@@ -81,6 +86,7 @@ def glue_text(name, text):
         ``;`` (or assign the result) so the page does not echo it.
     """
     from IPython.display import Markdown
+
     try:
         from myst_nb import glue
     except ImportError:
@@ -94,8 +100,9 @@ def _docstring_lines(tree):
     """1-based (first, last) lines of every docstring in ``tree``."""
     spans = []
     for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
-                             ast.ClassDef)) and ast.get_docstring(node):
+        if isinstance(
+            node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+        ) and ast.get_docstring(node):
             doc = node.body[0]
             spans.append((doc.lineno, doc.end_lineno, len(node.body) == 1))
     return spans
@@ -125,13 +132,15 @@ def strip_docstrings(source):
     """
     source = textwrap.dedent(source)
     lines = source.splitlines()
-    for first, last, only in sorted(_docstring_lines(ast.parse(source)),
-                                    reverse=True):
-        indent = lines[first - 1][:len(lines[first - 1])
-                                  - len(lines[first - 1].lstrip())]
+    for first, last, only in sorted(
+        _docstring_lines(ast.parse(source)), reverse=True
+    ):
+        indent = lines[first - 1][
+            : len(lines[first - 1]) - len(lines[first - 1].lstrip())
+        ]
         while last < len(lines) and not lines[last].strip():
             last += 1  # the blank line a class docstring leaves
-        lines[first - 1:last] = [indent + '...'] if only else []
+        lines[first - 1 : last] = [indent + '...'] if only else []
     return '\n'.join(lines)
 
 
@@ -162,7 +171,10 @@ def show_source(obj):
     try:
         source = inspect.getsource(obj)
     except (TypeError, OSError) as e:
-        raise TypeError(f'show_source: {obj!r} has no Python source '
-                        f'({e}); pass a function, class or method') from e
+        raise TypeError(
+            f'show_source: {obj!r} has no Python source '
+            f'({e}); pass a function, class or method'
+        ) from e
     from IPython.display import Code
+
     return Code(strip_docstrings(source), language='python')

@@ -1,4 +1,5 @@
 """Gradient buckets: pack many arrays into one buffer, reduce it once."""
+
 from mxnet import np
 
 from .collectives import allreduce
@@ -34,16 +35,21 @@ def bucketed_allreduce(arrays_per_device, algorithm=allreduce):
     """
     shapes = [[a.shape for a in arrays] for arrays in arrays_per_device]
     if any(s != shapes[0] for s in shapes):
-        raise ValueError('bucketed_allreduce: every device must hold '
-                         'arrays of the same shapes in the same order; '
-                         f'got {shapes}')
+        raise ValueError(
+            'bucketed_allreduce: every device must hold '
+            'arrays of the same shapes in the same order; '
+            f'got {shapes}'
+        )
     buffers = []
     for arrays in arrays_per_device:
         # Copies into a new buffer, not np.concatenate: MXNet's concat
         # operator took several times as long, and far longer when its
         # OpenMP threads met other work on the cores.
-        buffer = np.empty(sum(a.size for a in arrays), ctx=arrays[0].ctx,
-                          dtype=arrays[0].dtype)
+        buffer = np.empty(
+            sum(a.size for a in arrays),
+            ctx=arrays[0].ctx,
+            dtype=arrays[0].dtype,
+        )
         for a, part in zip(arrays, _parts(buffer, arrays)):
             _flat(a).copyto(part)
         buffers.append(buffer)
@@ -63,5 +69,5 @@ def _parts(buffer, arrays):
     """Views of ``buffer``, one the size of each of ``arrays`` in turn."""
     packed, start = buffer.as_nd_ndarray(), 0
     for a in arrays:
-        yield packed[start:start + a.size]
+        yield packed[start : start + a.size]
         start += a.size

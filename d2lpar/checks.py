@@ -4,6 +4,7 @@ Every public function of ``d2lpar`` validates what a student passes in and
 fails early with a message that names the function, says what was wrong and
 what to do, instead of letting MXNet fail later with a C++ backtrace.
 """
+
 import numbers
 
 import mxnet as mx
@@ -35,11 +36,15 @@ def check_positive(name, value, where, integer=False):
     kind = numbers.Integral if integer else numbers.Real
     if isinstance(value, bool) or not isinstance(value, kind):
         wanted = 'an int' if integer else 'a number'
-        raise TypeError(f'{where}: {name} must be {wanted}, got '
-                        f'{type(value).__name__} {value!r}')
+        raise TypeError(
+            f'{where}: {name} must be {wanted}, got '
+            f'{type(value).__name__} {value!r}'
+        )
     if value <= 0:
-        raise ValueError(f'{where}: {name} must be positive, got {value}; '
-                         f'pass a value greater than 0')
+        raise ValueError(
+            f'{where}: {name} must be positive, got {value}; '
+            f'pass a value greater than 0'
+        )
 
 
 def _describe(value):
@@ -69,28 +74,36 @@ def check_devices(devices, where):
         this MXNet cannot use.
     """
     if not isinstance(devices, (list, tuple)):
-        raise TypeError(f'{where}: devices must be a list of mx.Context, '
-                        f'got {type(devices).__name__} {devices!r}; pass '
-                        f'contexts such as [npx.cpu(0), npx.cpu(1)] or '
-                        f'use d2lpar.devices(n)')
+        raise TypeError(
+            f'{where}: devices must be a list of mx.Context, '
+            f'got {type(devices).__name__} {devices!r}; pass '
+            f'contexts such as [npx.cpu(0), npx.cpu(1)] or '
+            f'use d2lpar.devices(n)'
+        )
     if not devices:
-        raise ValueError(f'{where}: the device list is empty; pass at '
-                         f'least one, e.g. d2lpar.devices(1)')
+        raise ValueError(
+            f'{where}: the device list is empty; pass at '
+            f'least one, e.g. d2lpar.devices(1)'
+        )
     for i, device in enumerate(devices):
         if not isinstance(device, mx.Context):
-            raise TypeError(f'{where}: devices[{i}] is the '
-                            f'{type(device).__name__} {device!r}, not an '
-                            f'mx.Context; pass contexts such as '
-                            f'npx.cpu(0) or npx.gpu(0), or use '
-                            f'd2lpar.devices(n)')
+            raise TypeError(
+                f'{where}: devices[{i}] is the '
+                f'{type(device).__name__} {device!r}, not an '
+                f'mx.Context; pass contexts such as '
+                f'npx.cpu(0) or npx.gpu(0), or use '
+                f'd2lpar.devices(n)'
+            )
         if device.device_type == 'gpu':
             check_gpu(device, where)
     if len(set(devices)) != len(devices):
         # Two shards on one context would silently do the work of one
         # device twice over: the very bug of d2l's try_gpu fallback.
-        raise ValueError(f'{where}: devices {list(devices)} name the same '
-                         f'context twice; pass distinct contexts, e.g. '
-                         f'd2lpar.devices(2)')
+        raise ValueError(
+            f'{where}: devices {list(devices)} name the same '
+            f'context twice; pass distinct contexts, e.g. '
+            f'd2lpar.devices(2)'
+        )
 
 
 def check_gpu(device, where):
@@ -105,16 +118,20 @@ def check_gpu(device, where):
         If this MXNet was built without CUDA, or sees fewer GPUs.
     """
     if not mx.runtime.Features().is_enabled('CUDA'):
-        raise ValueError(f'{where}: {device} asked for, but this MXNet has '
-                         f'no GPU support (it is the CPU build); install '
-                         f'mxnet-cuXXX matching your CUDA (see README) or '
-                         f'use dp.devices(), which falls back to CPU '
-                         f'contexts')
+        raise ValueError(
+            f'{where}: {device} asked for, but this MXNet has '
+            f'no GPU support (it is the CPU build); install '
+            f'mxnet-cuXXX matching your CUDA (see README) or '
+            f'use dp.devices(), which falls back to CPU '
+            f'contexts'
+        )
     num_gpus = mx.context.num_gpus()
     if device.device_id >= num_gpus:
-        raise ValueError(f'{where}: {device} asked for, but MXNet sees '
-                         f'{num_gpus} GPU(s); use dp.devices() to get the '
-                         f'ones that exist')
+        raise ValueError(
+            f'{where}: {device} asked for, but MXNet sees '
+            f'{num_gpus} GPU(s); use dp.devices() to get the '
+            f'ones that exist'
+        )
 
 
 def check_batch(X, y, where):
@@ -137,22 +154,31 @@ def check_batch(X, y, where):
     """
     for name, value in (('X', X), ('y', y)):
         if not isinstance(value, np.ndarray):
-            raise TypeError(f'{where}: {name} is a {_describe(value)}, not '
-                            f'an mxnet.numpy.ndarray; convert with '
-                            f'mxnet.np.array({name}) (for a torch tensor: '
-                            f'mxnet.np.array({name}.numpy()))')
+            raise TypeError(
+                f'{where}: {name} is a {_describe(value)}, not '
+                f'an mxnet.numpy.ndarray; convert with '
+                f'mxnet.np.array({name}) (for a torch tensor: '
+                f'mxnet.np.array({name}.numpy()))'
+            )
     if y.ndim != 1:
-        hint = ('they look one-hot; pass class indices, e.g. '
-                'y.argmax(axis=1).astype("int32")' if y.ndim == 2 else
-                'pass one class index per example')
-        raise ValueError(f'{where}: y has shape {y.shape}, expected '
-                         f'({X.shape[0]},), one class index per example; '
-                         f'{hint}')
+        hint = (
+            'they look one-hot; pass class indices, e.g. '
+            'y.argmax(axis=1).astype("int32")'
+            if y.ndim == 2
+            else 'pass one class index per example'
+        )
+        raise ValueError(
+            f'{where}: y has shape {y.shape}, expected '
+            f'({X.shape[0]},), one class index per example; '
+            f'{hint}'
+        )
     if onp.issubdtype(y.dtype, onp.floating):
-        raise TypeError(f'{where}: y has dtype {y.dtype}; labels must be '
-                        f'integer class indices 0..9, convert with '
-                        f'y.astype("int32") (soft or one-hot labels are '
-                        f'not supported by the cross-entropy used here)')
+        raise TypeError(
+            f'{where}: y has dtype {y.dtype}; labels must be '
+            f'integer class indices 0..9, convert with '
+            f'y.astype("int32") (soft or one-hot labels are '
+            f'not supported by the cross-entropy used here)'
+        )
 
 
 def check_replicas(device_params, devices, where):
@@ -169,31 +195,41 @@ def check_replicas(device_params, devices, where):
         If a parameter has no gradient buffer.
     """
     if len(device_params) != len(devices):
-        raise ValueError(f'{where}: {len(device_params)} parameter '
-                         f'replicas for {len(devices)} devices; make one '
-                         f'per device with dp.get_params(params, device)')
+        raise ValueError(
+            f'{where}: {len(device_params)} parameter '
+            f'replicas for {len(devices)} devices; make one '
+            f'per device with dp.get_params(params, device)'
+        )
     for i, (params, device) in enumerate(zip(device_params, devices)):
         for j, p in enumerate(params):
             if not isinstance(p, np.ndarray):
-                raise TypeError(f'{where}: device_params[{i}][{j}] is a '
-                                f'{_describe(p)}; convert with '
-                                f'mxnet.np.array, then use dp.get_params')
+                raise TypeError(
+                    f'{where}: device_params[{i}][{j}] is a '
+                    f'{_describe(p)}; convert with '
+                    f'mxnet.np.array, then use dp.get_params'
+                )
             if p.ctx != device:
-                raise ValueError(f'{where}: device_params[{i}][{j}] lives '
-                                 f'on {p.ctx}, but devices[{i}] is '
-                                 f'{device}; build the replicas in the '
-                                 f'order of devices with '
-                                 f'dp.get_params(params, devices[{i}])')
+                raise ValueError(
+                    f'{where}: device_params[{i}][{j}] lives '
+                    f'on {p.ctx}, but devices[{i}] is '
+                    f'{device}; build the replicas in the '
+                    f'order of devices with '
+                    f'dp.get_params(params, devices[{i}])'
+                )
             if p.grad is None:
-                raise RuntimeError(f'{where}: device_params[{i}][{j}] has '
-                                   f'no gradient buffer; call '
-                                   f'p.attach_grad() on every parameter, '
-                                   f'or use dp.get_params(params, device), '
-                                   f'which does it')
+                raise RuntimeError(
+                    f'{where}: device_params[{i}][{j}] has '
+                    f'no gradient buffer; call '
+                    f'p.attach_grad() on every parameter, '
+                    f'or use dp.get_params(params, device), '
+                    f'which does it'
+                )
 
 
-CONTRACT = ('the allreduce contract in help(d2lpar.allreduce): '
-            'algorithm(data) sums in place and returns None')
+CONTRACT = (
+    'the allreduce contract in help(d2lpar.allreduce): '
+    'algorithm(data) sums in place and returns None'
+)
 
 
 def check_returned_none(returned, algorithm, where):
@@ -207,10 +243,12 @@ def check_returned_none(returned, algorithm, where):
     """
     if returned is not None:
         name = getattr(algorithm, '__name__', repr(algorithm))
-        raise TypeError(f'{where}: algorithm {name} returned a '
-                        f'{type(returned).__name__} instead of None; an '
-                        f'allreduce must write the sum into every input '
-                        f'array (data[i][:] = total), see {CONTRACT}')
+        raise TypeError(
+            f'{where}: algorithm {name} returned a '
+            f'{type(returned).__name__} instead of None; an '
+            f'allreduce must write the sum into every input '
+            f'array (data[i][:] = total), see {CONTRACT}'
+        )
 
 
 def check_step(X, y, device_params, devices, lr, accumulate):
@@ -230,7 +268,8 @@ def check_step(X, y, device_params, devices, lr, accumulate):
             f'partial batch of an epoch is the usual cause: choose a '
             f'batch_size that leaves at least {need} examples in it, or '
             f'drop it with gluon.data.DataLoader(..., '
-            f"last_batch='discard')")
+            f"last_batch='discard')"
+        )
 
 
 def check_split(shards, n, devices):
@@ -239,11 +278,16 @@ def check_split(shards, n, devices):
     X_shards, y_shards = shards
     sizes = [x.shape[0] for x in X_shards]
     where = [x.ctx for x in X_shards] + [t.ctx for t in y_shards]
-    if (len(X_shards) != len(devices) or sum(sizes) != n
-            or where != list(devices) * 2):
-        raise ValueError(f'train_batch: split returned X shards of sizes '
-                         f'{sizes} on {where[:len(X_shards)]} for {n} '
-                         f'examples on {list(devices)}; it must return '
-                         f'(X_shards, y_shards) with shard i on '
-                         f'devices[i], sizes adding up to {n}')
+    if (
+        len(X_shards) != len(devices)
+        or sum(sizes) != n
+        or where != list(devices) * 2
+    ):
+        raise ValueError(
+            f'train_batch: split returned X shards of sizes '
+            f'{sizes} on {where[: len(X_shards)]} for {n} '
+            f'examples on {list(devices)}; it must return '
+            f'(X_shards, y_shards) with shard i on '
+            f'devices[i], sizes adding up to {n}'
+        )
     return X_shards, y_shards

@@ -15,6 +15,7 @@ Flags that ``train`` and ``worker`` share are defined once
 (:func:`add_training_flags`); each command's work lives in its module,
 and this file only parses and dispatches.
 """
+
 import argparse
 import json
 import os
@@ -27,75 +28,125 @@ BENCH_DIR = os.path.join('_build', 'bench')
 
 def add_training_flags(p, batch_help, batch_default, lr_default):
     """The flags every training command takes, defined once."""
-    p.add_argument('--batch-size', type=int, default=batch_default,
-                   help=batch_help)
+    p.add_argument(
+        '--batch-size', type=int, default=batch_default, help=batch_help
+    )
     p.add_argument('--lr', type=float, default=lr_default)
     p.add_argument('--seed', type=int, default=0)
-    p.add_argument('--data', default=None,
-                   help='folder with the four Fashion-MNIST .gz files')
-    p.add_argument('--num-train', type=int, default=None,
-                   help='use only the first N training examples')
-    p.add_argument('--num-test', type=int, default=None,
-                   help='use only the first N test examples')
+    p.add_argument(
+        '--data',
+        default=None,
+        help='folder with the four Fashion-MNIST .gz files',
+    )
+    p.add_argument(
+        '--num-train',
+        type=int,
+        default=None,
+        help='use only the first N training examples',
+    )
+    p.add_argument(
+        '--num-test',
+        type=int,
+        default=None,
+        help='use only the first N test examples',
+    )
 
 
 def add_network_flags(p):
     """The emulated network's flags (``launch`` and ``bench engines``)."""
-    p.add_argument('--rate', default=None,
-                   help='emulate a network of this rate, e.g. 100mbit '
-                        '(bench engines: several, comma-separated, e.g. '
-                        '10gbit,1gbit,100mbit); runs in a private network '
-                        'namespace: needs root or user namespaces, and tc')
-    p.add_argument('--hosts', type=int, default=1, choices=[1, 2],
-                   help='2: put the processes on two emulated hosts '
-                        'joined by one link (needs root)')
+    p.add_argument(
+        '--rate',
+        default=None,
+        help='emulate a network of this rate, e.g. 100mbit '
+        '(bench engines: several, comma-separated, e.g. '
+        '10gbit,1gbit,100mbit); runs in a private network '
+        'namespace: needs root or user namespaces, and tc',
+    )
+    p.add_argument(
+        '--hosts',
+        type=int,
+        default=1,
+        choices=[1, 2],
+        help='2: put the processes on two emulated hosts '
+        'joined by one link (needs root)',
+    )
 
 
 def _train_parser(commands):
     from .training import INIT_SCALE
+
     p = commands.add_parser('train', help='train LeNet on k devices')
-    p.add_argument('--devices', type=int, default=1,
-                   help='number of devices (GPUs, else CPU contexts)')
+    p.add_argument(
+        '--devices',
+        type=int,
+        default=1,
+        help='number of devices (GPUs, else CPU contexts)',
+    )
     p.add_argument('--epochs', type=int, default=10)
-    add_training_flags(p, 'minibatch size summed over all devices', 256,
-                       0.2)
+    add_training_flags(p, 'minibatch size summed over all devices', 256, 0.2)
     # dp.train's own default: from d2l's 0.01 LeNet stays at chance for
     # about its whole first epoch, and one epoch should visibly learn.
-    p.add_argument('--init-scale', type=float, default=INIT_SCALE,
-                   help=f'std of the initial weights (default '
-                        f'{INIT_SCALE}; d2l uses 0.01, which stays at '
-                        f'chance for about one epoch)')
+    p.add_argument(
+        '--init-scale',
+        type=float,
+        default=INIT_SCALE,
+        help=f'std of the initial weights (default '
+        f'{INIT_SCALE}; d2l uses 0.01, which stays at '
+        f'chance for about one epoch)',
+    )
 
 
 def _worker_parser(commands):
     from .dist.engines import ENGINES
+
     w = commands.add_parser(
-        'worker', help='one worker of a multi-process job (start it with '
-        'launch, or with horovodrun for --engine horovod)')
-    w.add_argument('--engine', default='kvstore', choices=list(ENGINES),
-                   help='; '.join(f'{k}: {v}' for k, v in ENGINES.items()))
+        'worker',
+        help='one worker of a multi-process job (start it with '
+        'launch, or with horovodrun for --engine horovod)',
+    )
+    w.add_argument(
+        '--engine',
+        default='kvstore',
+        choices=list(ENGINES),
+        help='; '.join(f'{k}: {v}' for k, v in ENGINES.items()),
+    )
     w.add_argument('--epochs', type=int, default=1)
     add_training_flags(w, 'examples per worker per step', 64, 0.1)
-    w.add_argument('--save-to', default=None,
-                   help='rank 0 saves a checkpoint here every epoch')
-    w.add_argument('--resume', action='store_true',
-                   help='continue from the checkpoint in --save-to')
-    w.add_argument('--stats-to', default=None,
-                   help='rank 0 writes per-epoch steps, seconds and '
-                        'accuracy here as JSON')
+    w.add_argument(
+        '--save-to',
+        default=None,
+        help='rank 0 saves a checkpoint here every epoch',
+    )
+    w.add_argument(
+        '--resume',
+        action='store_true',
+        help='continue from the checkpoint in --save-to',
+    )
+    w.add_argument(
+        '--stats-to',
+        default=None,
+        help='rank 0 writes per-epoch steps, seconds and '
+        'accuracy here as JSON',
+    )
 
 
 def _launch_parser(commands):
     la = commands.add_parser('launch', help='run workers on ps-lite')
     la.add_argument('--workers', type=int, default=2)
     la.add_argument('--servers', type=int, default=1)
-    la.add_argument('--kvstore', default='dist_sync',
-                    choices=['dist_sync', 'dist_device_sync'])
+    la.add_argument(
+        '--kvstore',
+        default='dist_sync',
+        choices=['dist_sync', 'dist_device_sync'],
+    )
     la.add_argument('--timeout', type=float, default=600)
     la.add_argument('--port', type=int, default=None)
     add_network_flags(la)
-    la.add_argument('worker_command', nargs=argparse.REMAINDER,
-                    help='after --: the worker command')
+    la.add_argument(
+        'worker_command',
+        nargs=argparse.REMAINDER,
+        help='after --: the worker command',
+    )
 
 
 def _bench_parser(commands):
@@ -103,42 +154,67 @@ def _bench_parser(commands):
     kinds = b.add_subparsers(dest='bench', required=True)
     ar = kinds.add_parser('allreduce', help='every allreduce vs copy')
     ar.add_argument('--devices', type=int, nargs='+', default=[2, 4])
-    ar.add_argument('--sizes-mb', type=float, nargs='+',
-                    help='bytes per array in MB (default 4 KB to 64 MB)')
+    ar.add_argument(
+        '--sizes-mb',
+        type=float,
+        nargs='+',
+        help='bytes per array in MB (default 4 KB to 64 MB)',
+    )
     ar.add_argument('--repeats', type=int, default=10)
-    ar.add_argument('--out', default=os.path.join(BENCH_DIR,
-                                                  'allreduce.json'),
-                    help='write the rows here (.json or .csv)')
+    ar.add_argument(
+        '--out',
+        default=os.path.join(BENCH_DIR, 'allreduce.json'),
+        help='write the rows here (.json or .csv)',
+    )
     step = kinds.add_parser('step', help='1 vs 2 devices, both pools')
     step.add_argument('--batch-size', type=int, default=256)
     step.add_argument('--repeats', type=int, default=20)
     step.add_argument('--json', help='also write the rows to this file')
     en = kinds.add_parser('engines', help='parameter server vs Horovod')
     en.add_argument('--workers', type=int, default=2)
-    en.add_argument('--batch-size', type=int, default=128,
-                    help='examples per worker per step')
-    en.add_argument('--servers', type=int, nargs='+', default=[1],
-                    help='parameter servers (with --rate: one job each)')
+    en.add_argument(
+        '--batch-size',
+        type=int,
+        default=128,
+        help='examples per worker per step',
+    )
+    en.add_argument(
+        '--servers',
+        type=int,
+        nargs='+',
+        default=[1],
+        help='parameter servers (with --rate: one job each)',
+    )
     add_network_flags(en)
     en.add_argument('--json', help='also write the rows to this file')
 
 
 def _check_parser(commands):
     c = commands.add_parser('check', help='grade homework solution files')
-    c.add_argument('paths', nargs='+',
-                   help='solution .py files, or folders of them')
-    c.add_argument('--json', action='store_true',
-                   help='print one JSON object instead of the reports')
+    c.add_argument(
+        'paths', nargs='+', help='solution .py files, or folders of them'
+    )
+    c.add_argument(
+        '--json',
+        action='store_true',
+        help='print one JSON object instead of the reports',
+    )
 
 
 def build_parser():
     """Return the ``python -m d2lpar`` argument parser."""
     parser = argparse.ArgumentParser(
         prog='python -m d2lpar',
-        description='Data-parallel training of LeNet on Fashion-MNIST.')
+        description='Data-parallel training of LeNet on Fashion-MNIST.',
+    )
     commands = parser.add_subparsers(dest='command', required=True)
-    for add in (_train_parser, _worker_parser, _launch_parser,
-                _bench_parser, _check_parser):
+    for add in (
+        _train_parser,
+        _worker_parser,
+        _launch_parser,
+        _bench_parser,
+        _check_parser,
+    ):
         add(commands)
     return parser
 
@@ -158,8 +234,13 @@ def main(argv=None):
         ``check`` returns 1 when a solution fails.
     """
     args = build_parser().parse_args(argv)
-    run = {'train': _train, 'worker': _worker, 'launch': _launch,
-           'bench': _bench, 'check': _check}[args.command]
+    run = {
+        'train': _train,
+        'worker': _worker,
+        'launch': _launch,
+        'bench': _bench,
+        'check': _check,
+    }[args.command]
     try:
         return run(args)
     except (ValueError, TypeError, FileNotFoundError, RuntimeError) as e:
@@ -171,28 +252,48 @@ def _train(args):
     from .data import load_fashion_mnist
     from .devices import devices
     from .training import train
+
     devs = devices(args.devices)
     print(f'training on {devs}', flush=True)
-    print(f'initial weights: std {args.init_scale} (--init-scale)',
-          flush=True)
-    data = load_fashion_mnist(args.batch_size, args.data,
-                              num_train=args.num_train,
-                              num_test=args.num_test)
-    train(batch_size=args.batch_size, lr=args.lr, num_epochs=args.epochs,
-          devices=devs, data=data, plot=False, verbose=True, seed=args.seed,
-          init_scale=args.init_scale)
+    print(f'initial weights: std {args.init_scale} (--init-scale)', flush=True)
+    data = load_fashion_mnist(
+        args.batch_size,
+        args.data,
+        num_train=args.num_train,
+        num_test=args.num_test,
+    )
+    train(
+        batch_size=args.batch_size,
+        lr=args.lr,
+        num_epochs=args.epochs,
+        devices=devs,
+        data=data,
+        plot=False,
+        verbose=True,
+        seed=args.seed,
+        init_scale=args.init_scale,
+    )
     return 0
 
 
 def _worker(args):
     from .dist.engines import EngineError
     from .dist.worker import run_worker
+
     try:
-        run_worker(args.epochs, args.batch_size, args.lr, args.seed,
-                   data_dir=args.data, num_train=args.num_train,
-                   num_test=args.num_test, save_to=args.save_to,
-                   resume=args.resume, engine=args.engine,
-                   stats_to=args.stats_to)
+        run_worker(
+            args.epochs,
+            args.batch_size,
+            args.lr,
+            args.seed,
+            data_dir=args.data,
+            num_train=args.num_train,
+            num_test=args.num_test,
+            save_to=args.save_to,
+            resume=args.resume,
+            engine=args.engine,
+            stats_to=args.stats_to,
+        )
     except EngineError as e:
         print(f'error: {e}', file=sys.stderr)
         return 2
@@ -201,69 +302,124 @@ def _worker(args):
 
 def _launch(args):
     from .dist.launch import launch
+
     command = args.worker_command
     if command[:1] == ['--']:  # only the separator, not the command's own
         command = command[1:]
     if args.hosts == 2:
         from .dist.netem import EmulatedHosts
+
         with EmulatedHosts(args.rate) as net:
-            status = launch(command, args.workers, args.servers,
-                            args.kvstore, args.timeout, hosts=net.hosts)
-            print(f'launch: {net.sent()} bytes crossed the link between '
-                  f'the hosts', flush=True)
+            status = launch(
+                command,
+                args.workers,
+                args.servers,
+                args.kvstore,
+                args.timeout,
+                hosts=net.hosts,
+            )
+            print(
+                f'launch: {net.sent()} bytes crossed the link between '
+                f'the hosts',
+                flush=True,
+            )
         return status
     if args.rate:
         # Run this same launch again inside a namespace whose loopback
         # is limited to the rate.
         from .dist.loopback import run_counting_bytes
-        inner = [sys.executable, '-m', 'd2lpar', 'launch', '--workers',
-                 str(args.workers), '--servers', str(args.servers),
-                 '--kvstore', args.kvstore, '--timeout', str(args.timeout),
-                 '--', *command]
-        status, sent = run_counting_bytes(inner, args.timeout + 30,
-                                          args.rate)
-        print(f'launch: {sent} bytes sent over the {args.rate} loopback',
-              flush=True)
+
+        inner = [
+            sys.executable,
+            '-m',
+            'd2lpar',
+            'launch',
+            '--workers',
+            str(args.workers),
+            '--servers',
+            str(args.servers),
+            '--kvstore',
+            args.kvstore,
+            '--timeout',
+            str(args.timeout),
+            '--',
+            *command,
+        ]
+        status, sent = run_counting_bytes(inner, args.timeout + 30, args.rate)
+        print(
+            f'launch: {sent} bytes sent over the {args.rate} loopback',
+            flush=True,
+        )
         return status
-    return launch(command, args.workers, args.servers, args.kvstore,
-                  args.timeout, args.port)
+    return launch(
+        command,
+        args.workers,
+        args.servers,
+        args.kvstore,
+        args.timeout,
+        args.port,
+    )
 
 
 def _bench(args):
     if args.bench == 'allreduce':
         from .bench import allreduce as ab
-        sizes = ([int(mb * 2**20) // 4 * 4 for mb in args.sizes_mb]
-                 if args.sizes_mb else ab.SIZES)
-        print(f'{"k":>3} {"size":>12} {"algorithm":>15} {"median":>13} '
-              f'{"bandwidth":>13} {"ratio":>11}')
+
+        sizes = (
+            [int(mb * 2**20) // 4 * 4 for mb in args.sizes_mb]
+            if args.sizes_mb
+            else ab.SIZES
+        )
+        print(
+            f'{"k":>3} {"size":>12} {"algorithm":>15} {"median":>13} '
+            f'{"bandwidth":>13} {"ratio":>11}'
+        )
         rows = ab.run(args.devices, sizes, args.repeats)
         _write(rows, args.out, ab.save)
-        print('\n'.join(['targets (sizes of 16 MB and more):']
-                        + (ab.targets(rows) or ['none measured'])))
+        print(
+            '\n'.join(
+                ['targets (sizes of 16 MB and more):']
+                + (ab.targets(rows) or ['none measured'])
+            )
+        )
         return 0
     if args.bench == 'step':
         from .bench import step
-        rows = step.compare_steps(batch_size=args.batch_size,
-                                  repeats=args.repeats)
+
+        rows = step.compare_steps(
+            batch_size=args.batch_size, repeats=args.repeats
+        )
         print(step.format_steps(rows))
     elif args.rate or args.hosts == 2:
         from .bench import engines as be
+
         if not args.rate:
-            raise ValueError('bench engines: --hosts 2 needs --rate, e.g. '
-                             '--rate 100mbit')
-        rows = be.measure_network(args.rate.split(','), args.servers,
-                                  args.hosts, args.workers, args.batch_size)
+            raise ValueError(
+                'bench engines: --hosts 2 needs --rate, e.g. --rate 100mbit'
+            )
+        rows = be.measure_network(
+            args.rate.split(','),
+            args.servers,
+            args.hosts,
+            args.workers,
+            args.batch_size,
+        )
         print(be.format_network(rows))
     else:
         from .bench import engines as be
+
         engines = be.available_engines()
         if 'horovod' not in engines:
-            print('Horovod is not installed (`make horovod` adds it); '
-                  'measuring the parameter server only', flush=True)
-        rows = [be.measure_engine(e, args.workers, args.batch_size,
-                                  servers=s)
-                for e in engines for s in (args.servers if e == 'kvstore'
-                                           else [1])]
+            print(
+                'Horovod is not installed (`make horovod` adds it); '
+                'measuring the parameter server only',
+                flush=True,
+            )
+        rows = [
+            be.measure_engine(e, args.workers, args.batch_size, servers=s)
+            for e in engines
+            for s in (args.servers if e == 'kvstore' else [1])
+        ]
         print(be.format_engines(rows))
     if args.json:
         _write(rows, args.json, _save_json)
@@ -272,6 +428,7 @@ def _bench(args):
 
 def _check(args):
     from .homework.grade import grade
+
     summary, text = grade(args.paths)
     print(json.dumps(summary, indent=1) if args.json else text)
     return 0 if summary['passed'] else 1

@@ -1,4 +1,5 @@
 """Summing gradients across devices (allreduce)."""
+
 import mxnet as mx
 import numpy as onp
 from mxnet import np
@@ -25,22 +26,30 @@ def check_allreduce_input(data, where):
         If it is empty or the shapes differ.
     """
     if not isinstance(data, (list, tuple)) or not data:
-        raise ValueError(f'{where}: expected a non-empty list of arrays '
-                         f'(one per device), got {data!r}')
+        raise ValueError(
+            f'{where}: expected a non-empty list of arrays '
+            f'(one per device), got {data!r}'
+        )
     for i, a in enumerate(data):
         if not isinstance(a, np.ndarray):
-            raise TypeError(f'{where}: data[{i}] is a {type(a).__name__}, '
-                            f'not an mxnet.numpy.ndarray; create arrays '
-                            f'with mxnet.np')
+            raise TypeError(
+                f'{where}: data[{i}] is a {type(a).__name__}, '
+                f'not an mxnet.numpy.ndarray; create arrays '
+                f'with mxnet.np'
+            )
     first = data[0]
     for i, a in enumerate(data[1:], start=1):
         if a.shape != first.shape:
-            raise ValueError(f'{where}: data[{i}] has shape {a.shape} but '
-                             f'data[0] has {first.shape}; every device must '
-                             f'hold the same parameter')
+            raise ValueError(
+                f'{where}: data[{i}] has shape {a.shape} but '
+                f'data[0] has {first.shape}; every device must '
+                f'hold the same parameter'
+            )
         if a.dtype != first.dtype:
-            raise TypeError(f'{where}: data[{i}] is {a.dtype} but data[0] '
-                            f'is {first.dtype}; cast them to one dtype')
+            raise TypeError(
+                f'{where}: data[{i}] is {a.dtype} but data[0] '
+                f'is {first.dtype}; cast them to one dtype'
+            )
 
 
 def allreduce(data):
@@ -142,8 +151,9 @@ def free_buffers():
     int
         Bytes freed.
     """
-    freed = sum(b.size * onp.dtype(b.dtype).itemsize
-                for b in _BUFFERS.values())
+    freed = sum(
+        b.size * onp.dtype(b.dtype).itemsize for b in _BUFFERS.values()
+    )
     _BUFFERS.clear()
     return freed
 
@@ -174,8 +184,7 @@ def run_schedule(data, schedule):
     check_allreduce_input(data, 'run_schedule')
     # Legacy NDArray views share memory and accept copyto into a slice.
     flats = [a.as_nd_ndarray().reshape((-1,)) for a in data]
-    bounds = [slice(a, b)
-              for a, b in shard_ranges(flats[0].size, len(data))]
+    bounds = [slice(a, b) for a, b in shard_ranges(flats[0].size, len(data))]
     whole = slice(0, flats[0].size)
     for step in schedule:
         received = []
@@ -184,8 +193,12 @@ def run_schedule(data, schedule):
             if part.start == part.stop:
                 continue  # an empty chunk (fewer elements than devices)
             if t.reduce:
-                buffer = _buffer(data[t.dst].ctx, data[0].dtype,
-                                 part.stop - part.start, slot)
+                buffer = _buffer(
+                    data[t.dst].ctx,
+                    data[0].dtype,
+                    part.stop - part.start,
+                    slot,
+                )
                 flats[t.src][part].copyto(buffer)
                 received.append((flats[t.dst][part], buffer))
             else:

@@ -5,14 +5,15 @@ Gluon doing the bookkeeping: parameters live on every device
 (``initialize(ctx=devices)``), and the Trainer's kvstore sums the
 gradients across devices before the SGD step.
 """
+
 from mxnet import autograd, gluon
 from mxnet.gluon import nn
 
 from .checks import check_devices, check_positive
+from .epochs import TrainResult, run_epochs
 from .evaluation import evaluate_accuracy_sharded
 from .model import init_lenet_params
 from .splitting import split_batch
-from .epochs import TrainResult, run_epochs
 from .training import INIT_SCALE, cross_entropy
 
 
@@ -27,12 +28,14 @@ def gluon_lenet():
     mxnet.gluon.nn.HybridSequential
     """
     net = nn.HybridSequential()
-    net.add(nn.Conv2D(20, 3, in_channels=1, activation='relu'),
-            nn.AvgPool2D(2, 2),
-            nn.Conv2D(50, 5, in_channels=20, activation='relu'),
-            nn.AvgPool2D(2, 2),
-            nn.Dense(128, in_units=800, activation='relu'),
-            nn.Dense(10, in_units=128))
+    net.add(
+        nn.Conv2D(20, 3, in_channels=1, activation='relu'),
+        nn.AvgPool2D(2, 2),
+        nn.Conv2D(50, 5, in_channels=20, activation='relu'),
+        nn.AvgPool2D(2, 2),
+        nn.Dense(128, in_units=800, activation='relu'),
+        nn.Dense(10, in_units=128),
+    )
     return net
 
 
@@ -92,13 +95,26 @@ def train_batch_concise(X, y, net, trainer, devices, loss=cross_entropy):
     for l in ls:
         l.backward()
     trainer.step(X.shape[0])
-    return ([l.sum() for l in ls],
-            [(out.argmax(axis=1).astype(y_shard.dtype) == y_shard).sum()
-             for out, y_shard in zip(outs, y_shards)])
+    return (
+        [l.sum() for l in ls],
+        [
+            (out.argmax(axis=1).astype(y_shard.dtype) == y_shard).sum()
+            for out, y_shard in zip(outs, y_shards)
+        ],
+    )
 
 
-def train_concise(devices, data, lr=0.2, num_epochs=10, params=None,
-                  kvstore='device', *, plot=False, verbose=True):
+def train_concise(
+    devices,
+    data,
+    lr=0.2,
+    num_epochs=10,
+    params=None,
+    kvstore='device',
+    *,
+    plot=False,
+    verbose=True,
+):
     """Train the Gluon LeNet on ``devices``; the concise chapter's loop.
 
     Parameters
@@ -124,11 +140,12 @@ def train_concise(devices, data, lr=0.2, num_epochs=10, params=None,
     check_positive('lr', lr, 'train_concise')
     check_positive('num_epochs', num_epochs, 'train_concise', True)
     check_devices(devices, 'train_concise')
-    net = set_lenet_params(gluon_lenet(),
-                           params or init_lenet_params(0, INIT_SCALE),
-                           devices)
-    trainer = gluon.Trainer(net.collect_params(), 'sgd',
-                            {'learning_rate': lr}, kvstore=kvstore)
+    net = set_lenet_params(
+        gluon_lenet(), params or init_lenet_params(0, INIT_SCALE), devices
+    )
+    trainer = gluon.Trainer(
+        net.collect_params(), 'sgd', {'learning_rate': lr}, kvstore=kvstore
+    )
     train_iter, test_iter = data
 
     def step(X, y):
@@ -138,9 +155,17 @@ def train_concise(devices, data, lr=0.2, num_epochs=10, params=None,
         # The block picks the replica on each shard's device itself, so
         # the per-device params argument is unused here.
         return evaluate_accuracy_sharded(
-            [None] * len(devices), test_iter, devices,
-            net=lambda X, _: net(X))
+            [None] * len(devices), test_iter, devices, net=lambda X, _: net(X)
+        )
 
     result = TrainResult([], [], list(devices), None, lr)
-    return run_epochs(step, train_iter, evaluate, num_epochs, result,
-                      plot=plot, verbose=verbose, where='train_concise')
+    return run_epochs(
+        step,
+        train_iter,
+        evaluate,
+        num_epochs,
+        result,
+        plot=plot,
+        verbose=verbose,
+        where='train_concise',
+    )

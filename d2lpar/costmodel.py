@@ -16,18 +16,20 @@ def _doubling_messages(k):
 # How each algorithm uses the busiest device's link, as a function of k:
 # (messages it carries one after the other, c), each message N / c bytes.
 MESSAGE_PATTERNS = {
-    'naive': lambda k: (2 * (k - 1), 1),     # root: k-1 in, k-1 out
-    'cpu': lambda k: (2 * k, 1),             # host: k in, k out
-    'sharded': lambda k: (2 * (k - 1), k),   # k-1 chunks per phase
-    'ring': lambda k: (2 * (k - 1), k),      # k-1 steps per phase
+    'naive': lambda k: (2 * (k - 1), 1),  # root: k-1 in, k-1 out
+    'cpu': lambda k: (2 * k, 1),  # host: k in, k out
+    'sharded': lambda k: (2 * (k - 1), k),  # k-1 chunks per phase
+    'ring': lambda k: (2 * (k - 1), k),  # k-1 steps per phase
     'doubling': lambda k: (_doubling_messages(k), 1),  # whole arrays
 }
 
 
 def _pattern(algorithm, k, where):
     if algorithm not in MESSAGE_PATTERNS:
-        raise ValueError(f'{where}: unknown algorithm {algorithm!r}; use '
-                         f'one of {sorted(MESSAGE_PATTERNS)}')
+        raise ValueError(
+            f'{where}: unknown algorithm {algorithm!r}; use '
+            f'one of {sorted(MESSAGE_PATTERNS)}'
+        )
     return MESSAGE_PATTERNS[algorithm](k) if k > 1 else (0, 1)
 
 
@@ -101,8 +103,10 @@ def busiest_bytes(algorithm, k, nbytes):
         For an unknown algorithm (or ``'cpu'``, which is no schedule).
     """
     if algorithm == 'cpu':
-        raise ValueError("busiest_bytes: 'cpu' has no schedule here; use "
-                         "'naive', 'sharded', 'ring' or 'doubling'")
+        raise ValueError(
+            "busiest_bytes: 'cpu' has no schedule here; use "
+            "'naive', 'sharded', 'ring' or 'doubling'"
+        )
     messages, cut = _pattern(algorithm, k, 'busiest_bytes')
     if algorithm == 'naive':
         return messages / 2 * nbytes  # receives, then sends: no overlap
@@ -158,8 +162,10 @@ def memory_traffic(algorithm, k, nbytes):
         return 2 * k * nbytes
     if algorithm in ('naive', 'sharded', 'ring'):
         return 7 * (k - 1) * nbytes
-    raise ValueError(f'memory_traffic: unknown algorithm {algorithm!r}; '
-                     f"use 'copy', 'ideal', 'naive', 'sharded' or 'ring'")
+    raise ValueError(
+        f'memory_traffic: unknown algorithm {algorithm!r}; '
+        f"use 'copy', 'ideal', 'naive', 'sharded' or 'ring'"
+    )
 
 
 # Bytes per step a multi-process job sends over loopback, in units of N:
@@ -199,8 +205,10 @@ def engine_bytes(engine, workers, nbytes):
         For an unknown engine.
     """
     if engine not in ENGINE_BYTES:
-        raise ValueError(f'engine_bytes: unknown engine {engine!r}; use '
-                         f'one of {sorted(ENGINE_BYTES)}')
+        raise ValueError(
+            f'engine_bytes: unknown engine {engine!r}; use '
+            f'one of {sorted(ENGINE_BYTES)}'
+        )
     count, below, above = ENGINE_BYTES[engine]
     model = count(workers) * nbytes
     return model, below * model, above * model

@@ -4,6 +4,7 @@ Where the four IDX files are looked for (and fetched if missing), and the
 minibatch iterators over them; reading and validating the files
 themselves is :mod:`d2lpar.idx`.
 """
+
 import os
 import socket
 import warnings
@@ -50,8 +51,7 @@ def mxnet_cache_dir():
 
 def _missing(directory):
     names = FILES['train'] + FILES['test']
-    return [n for n in names
-            if not os.path.isfile(os.path.join(directory, n))]
+    return [n for n in names if not os.path.isfile(os.path.join(directory, n))]
 
 
 def _download(directory, timeout=30):
@@ -71,13 +71,20 @@ def _download(directory, timeout=30):
 def _warn_if_passed_over(report, directory):
     # A folder the caller named (root, $D2LPAR_DATA) without the data is
     # most likely a typo; training on another copy must not go unnoticed.
-    chosen = [line for line in report
-              if '(root argument)' in line or '($D2LPAR_DATA)' in line]
+    chosen = [
+        line
+        for line in report
+        if '(root argument)' in line or '($D2LPAR_DATA)' in line
+    ]
     if chosen:
-        warnings.warn('load_fashion_mnist: the folder you chose lacks '
-                      'Fashion-MNIST:\n' + '\n'.join(chosen)
-                      + f'\nreading {directory} instead; fix the path to '
-                      'use your own copy', stacklevel=4)
+        warnings.warn(
+            'load_fashion_mnist: the folder you chose lacks '
+            'Fashion-MNIST:\n'
+            + '\n'.join(chosen)
+            + f'\nreading {directory} instead; fix the path to '
+            'use your own copy',
+            stacklevel=4,
+        )
 
 
 def find_fashion_mnist(root=None, download=True):
@@ -114,8 +121,7 @@ def find_fashion_mnist(root=None, download=True):
         if not missing:
             _warn_if_passed_over(report, directory)
             return directory
-        report.append(f'  {directory} ({label}): missing '
-                      f'{", ".join(missing)}')
+        report.append(f'  {directory} ({label}): missing {", ".join(missing)}')
     failure = 'not attempted (download=False)'
     if download:
         failure = _download(mxnet_cache_dir())
@@ -124,12 +130,14 @@ def find_fashion_mnist(root=None, download=True):
             return mxnet_cache_dir()
     raise FileNotFoundError(
         'load_fashion_mnist: Fashion-MNIST was not found. Looked in:\n'
-        + '\n'.join(report) + f'\nDownload into the MXNet cache: {failure}'
+        + '\n'.join(report)
+        + f'\nDownload into the MXNet cache: {failure}'
         '\nTo get the data, either\n'
-        '  1. install Debian\'s package: '
+        "  1. install Debian's package: "
         'sudo apt-get install -y dataset-fashion-mnist, or\n'
         '  2. put the four .gz IDX files in a folder and pass root=FOLDER '
-        'or set D2LPAR_DATA=FOLDER.')
+        'or set D2LPAR_DATA=FOLDER.'
+    )
 
 
 class ShuffleSampler(gluon.data.Sampler):
@@ -161,9 +169,16 @@ class ShuffleSampler(gluon.data.Sampler):
         return self._n
 
 
-def load_fashion_mnist(batch_size, root=None, *, num_train=None,
-                       num_test=None, download=True, seed=None,
-                       start_epoch=0):
+def load_fashion_mnist(
+    batch_size,
+    root=None,
+    *,
+    num_train=None,
+    num_test=None,
+    download=True,
+    seed=None,
+    start_epoch=0,
+):
     """Load the real Fashion-MNIST as minibatch iterators.
 
     Taught in the chapter on training with 1 then 2 devices.
@@ -215,17 +230,25 @@ def load_fashion_mnist(batch_size, root=None, *, num_train=None,
     iters = []
     for split, limit in (('train', num_train), ('test', num_test)):
         X, y = read_split(directory, split)
-        dataset = gluon.data.ArrayDataset(np.array(X[:limit]),
-                                          np.array(y[:limit]))
+        dataset = gluon.data.ArrayDataset(
+            np.array(X[:limit]), np.array(y[:limit])
+        )
         sampler = None
         if split == 'train' and seed is not None:
             sampler = gluon.data.BatchSampler(
                 ShuffleSampler(len(dataset), seed, start_epoch),
-                batch_size, 'keep')
+                batch_size,
+                'keep',
+            )
         # num_workers=0: d2l's 4 worker processes would fight training
         # for the cores; batching in-memory arrays costs < 1 s per epoch.
-        iters.append(gluon.data.DataLoader(
-            dataset, batch_size=None if sampler else batch_size,
-            shuffle=(split == 'train' and sampler is None),
-            batch_sampler=sampler, num_workers=0))
+        iters.append(
+            gluon.data.DataLoader(
+                dataset,
+                batch_size=None if sampler else batch_size,
+                shuffle=(split == 'train' and sampler is None),
+                batch_sampler=sampler,
+                num_workers=0,
+            )
+        )
     return tuple(iters)

@@ -6,6 +6,7 @@ device is a distinct context: ``cpu(0)``, ``cpu(1)``, ... MXNet gives each
 context its own worker thread, so two CPU contexts really do run side by
 side, on separate cores when the machine has them.
 """
+
 import os
 import warnings
 
@@ -19,9 +20,11 @@ ENV_VAR = 'D2LPAR_DEVICES'
 def _wanted_kind():
     kind = os.environ.get(ENV_VAR, '').strip().lower()
     if kind not in ('', 'cpu', 'gpu'):
-        raise ValueError(f'devices: {ENV_VAR}={kind!r} is not understood; '
-                         f'set it to "cpu" or "gpu", or unset it to let '
-                         f'd2lpar choose')
+        raise ValueError(
+            f'devices: {ENV_VAR}={kind!r} is not understood; '
+            f'set it to "cpu" or "gpu", or unset it to let '
+            f'd2lpar choose'
+        )
     return kind or ('gpu' if mx.context.num_gpus() > 0 else 'cpu')
 
 
@@ -70,22 +73,28 @@ def devices(n=None):
     if _wanted_kind() == 'cpu':
         return [mx.cpu(i) for i in range(1 if n is None else n)]
     if num_gpus == 0:
-        raise RuntimeError(f'devices: {ENV_VAR}=gpu but MXNet sees no GPU; '
-                           f'install the CUDA build of MXNet matching your '
-                           f'CUDA (mxnet-cuXXX==1.9.1, see README) or set '
-                           f'{ENV_VAR}=cpu')
+        raise RuntimeError(
+            f'devices: {ENV_VAR}=gpu but MXNet sees no GPU; '
+            f'install the CUDA build of MXNet matching your '
+            f'CUDA (mxnet-cuXXX==1.9.1, see README) or set '
+            f'{ENV_VAR}=cpu'
+        )
     if n is not None and n > num_gpus:
         if os.environ.get(ENV_VAR, '').strip().lower() == 'gpu':
-            raise ValueError(f'devices: asked for {n} GPUs but MXNet sees '
-                             f'only {num_gpus}; ask for at most '
-                             f'{num_gpus}, or unset {ENV_VAR} to fall back '
-                             f'to {n} CPU contexts')
+            raise ValueError(
+                f'devices: asked for {n} GPUs but MXNet sees '
+                f'only {num_gpus}; ask for at most '
+                f'{num_gpus}, or unset {ENV_VAR} to fall back '
+                f'to {n} CPU contexts'
+            )
         # A reader with one GPU still runs every chapter: k CPU contexts
         # show the same algorithms (mixing a GPU with CPU contexts would
         # make the slowest device set the pace of every step).
-        warnings.warn(f'devices: {n} devices asked for but MXNet sees '
-                      f'{num_gpus} GPU(s); using {n} CPU contexts instead '
-                      f'(set {ENV_VAR}=gpu to make this an error)',
-                      stacklevel=2)
+        warnings.warn(
+            f'devices: {n} devices asked for but MXNet sees '
+            f'{num_gpus} GPU(s); using {n} CPU contexts instead '
+            f'(set {ENV_VAR}=gpu to make this an error)',
+            stacklevel=2,
+        )
         return [mx.cpu(i) for i in range(n)]
     return [mx.gpu(i) for i in range(num_gpus if n is None else n)]

@@ -7,6 +7,7 @@ work only, records per-epoch train loss, train accuracy, test accuracy
 and seconds in a :class:`TrainResult`, prints only when asked, and draws
 a live plot only where a display exists.
 """
+
 import dataclasses
 
 from d2l import mxnet as d2l
@@ -58,15 +59,19 @@ class TrainResult:
 
     def summary(self):
         """The chapter's one-line summary."""
-        return (f'test acc: {self.final_test_acc:.2f}, '
-                f'{self.sec_per_epoch:.1f} sec/epoch on {self.devices}')
+        return (
+            f'test acc: {self.final_test_acc:.2f}, '
+            f'{self.sec_per_epoch:.1f} sec/epoch on {self.devices}'
+        )
 
     def epoch_line(self, num_epochs):
         """The progress line of the last epoch, out of ``num_epochs``."""
-        return (f'epoch {len(self.test_acc)}/{num_epochs}: test acc '
-                f'{self.test_acc[-1]:.3f}, train loss '
-                f'{self.train_loss[-1]:.3f}, train acc '
-                f'{self.train_acc[-1]:.3f}, {self.epoch_seconds[-1]:.1f} sec')
+        return (
+            f'epoch {len(self.test_acc)}/{num_epochs}: test acc '
+            f'{self.test_acc[-1]:.3f}, train loss '
+            f'{self.train_loss[-1]:.3f}, train acc '
+            f'{self.train_acc[-1]:.3f}, {self.epoch_seconds[-1]:.1f} sec'
+        )
 
 
 def in_notebook():
@@ -88,6 +93,7 @@ class LivePlot:
 
     def __init__(self, num_epochs):
         from matplotlib.figure import Figure  # no GUI backend needed
+
         self.fig = Figure(figsize=(4.5, 3))
         self.ax = self.fig.add_subplot()
         self.num_epochs = num_epochs
@@ -97,20 +103,34 @@ class LivePlot:
         self.ax.clear()
         epochs = range(1, len(result.test_acc) + 1)
         for name in ('train_loss', 'train_acc', 'test_acc'):
-            self.ax.plot(epochs, getattr(result, name), 'o-',
-                         label=name.replace('_', ' '))
+            self.ax.plot(
+                epochs,
+                getattr(result, name),
+                'o-',
+                label=name.replace('_', ' '),
+            )
         self.ax.set(xlabel='epoch', xlim=(0.8, self.num_epochs + 0.2))
         self.ax.legend()
         if in_notebook():
             from IPython.display import display
+
             if self.handle is None:
                 self.handle = display(self.fig, display_id=True)
             else:
                 self.handle.update(self.fig)
 
 
-def run_epochs(step, train_iter, evaluate, num_epochs, result, *,
-               plot=False, verbose=False, where='train'):
+def run_epochs(
+    step,
+    train_iter,
+    evaluate,
+    num_epochs,
+    result,
+    *,
+    plot=False,
+    verbose=False,
+    where='train',
+):
     """The epoch loop: every trainer of the library runs this one.
 
     Each epoch runs ``step`` on every minibatch, timing finished work
@@ -151,14 +171,19 @@ def run_epochs(step, train_iter, evaluate, num_epochs, result, *,
         for X, y in train_iter:
             losses, corrects = step(X, y)
             npx.waitall()  # time finished work only; bounds memory too
-            metric.add(sum(float(l) for l in losses),
-                       sum(float(c) for c in corrects), X.shape[0])
+            metric.add(
+                sum(float(l) for l in losses),
+                sum(float(c) for c in corrects),
+                X.shape[0],
+            )
             if result.batch_size is None:
                 result.batch_size = X.shape[0]
         result.epoch_seconds.append(timer.stop())
         if metric[2] == 0:
-            raise ValueError(f'{where}: the training data yielded no '
-                             f'examples; check train_iter is not empty')
+            raise ValueError(
+                f'{where}: the training data yielded no '
+                f'examples; check train_iter is not empty'
+            )
         result.train_loss.append(metric[0] / metric[2])
         result.train_acc.append(metric[1] / metric[2])
         result.test_acc.append(evaluate())

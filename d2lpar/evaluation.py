@@ -1,4 +1,5 @@
 """Measuring accuracy, on one device or spread over several."""
+
 from d2l import mxnet as d2l
 
 from .model import lenet
@@ -34,14 +35,14 @@ def evaluate_accuracy(params, data_iter, device, net=lenet):
         X, y = X.as_in_ctx(device), y.as_in_ctx(device)
         metric.add(d2l.accuracy(net(X, params), y), y.size)
     if metric[1] == 0:
-        raise ValueError('evaluate_accuracy: data_iter yielded no '
-                         'examples; check the dataset is not empty')
+        raise ValueError(
+            'evaluate_accuracy: data_iter yielded no '
+            'examples; check the dataset is not empty'
+        )
     return metric[0] / metric[1]
 
 
-
-def evaluate_accuracy_sharded(device_params, data_iter, devices,
-                              net=lenet):
+def evaluate_accuracy_sharded(device_params, data_iter, devices, net=lenet):
     """Accuracy with every batch split over all devices.
 
     Taught in the exercises of the first part: the same count of correct
@@ -75,12 +76,19 @@ def evaluate_accuracy_sharded(device_params, data_iter, devices,
         X_shards, y_shards = split_batch(X, y, devices)
         # Queue every device's work before reading any result back, so
         # the devices compute at the same time.
-        correct = [(net(X_shard, params).argmax(axis=1)
-                    .astype(y_shard.dtype) == y_shard).sum()
-                   for X_shard, y_shard, params in zip(
-                       X_shards, y_shards, device_params)]
+        correct = [
+            (
+                net(X_shard, params).argmax(axis=1).astype(y_shard.dtype)
+                == y_shard
+            ).sum()
+            for X_shard, y_shard, params in zip(
+                X_shards, y_shards, device_params
+            )
+        ]
         metric.add(sum(c.item() for c in correct), y.size)
     if metric[1] == 0:
-        raise ValueError('evaluate_accuracy_sharded: data_iter yielded no '
-                         'examples; check the dataset is not empty')
+        raise ValueError(
+            'evaluate_accuracy_sharded: data_iter yielded no '
+            'examples; check the dataset is not empty'
+        )
     return metric[0] / metric[1]

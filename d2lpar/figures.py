@@ -1,4 +1,5 @@
 """Figures for the book. Each helper returns a Figure; the page shows it."""
+
 import matplotlib.pyplot as plt
 from matplotlib.patches import FancyArrowPatch, Rectangle
 from matplotlib.ticker import MaxNLocator
@@ -12,16 +13,35 @@ DEVICE_COLORS = ('#4C72B0', '#DD8452', '#55A868', '#C44E52')
 
 
 def _box(ax, x, y, w, h, color, text=''):
-    ax.add_patch(Rectangle((x, y), w, h, facecolor=color, alpha=0.85,
-                           edgecolor='black', linewidth=0.8))
+    ax.add_patch(
+        Rectangle(
+            (x, y),
+            w,
+            h,
+            facecolor=color,
+            alpha=0.85,
+            edgecolor='black',
+            linewidth=0.8,
+        )
+    )
     if text:
-        ax.text(x + w / 2, y + h / 2, text, ha='center', va='center',
-                fontsize=8, color='white')
+        ax.text(
+            x + w / 2,
+            y + h / 2,
+            text,
+            ha='center',
+            va='center',
+            fontsize=8,
+            color='white',
+        )
 
 
 def _arrow(ax, start, end):
-    ax.add_patch(FancyArrowPatch(start, end, arrowstyle='-|>',
-                                 mutation_scale=10, color='0.3'))
+    ax.add_patch(
+        FancyArrowPatch(
+            start, end, arrowstyle='-|>', mutation_scale=10, color='0.3'
+        )
+    )
 
 
 def draw_parallelism_schemes():
@@ -41,8 +61,15 @@ def draw_parallelism_schemes():
     c0, c1 = DEVICE_COLORS[:2]
     layers = range(4)
     for i in layers:  # network partitioning: layers 0-1 | layers 2-3
-        _box(axes[0], 0.3, 0.6 + i, 1.4, 0.6, c0 if i < 2 else c1,
-             f'layer {i + 1}')
+        _box(
+            axes[0],
+            0.3,
+            0.6 + i,
+            1.4,
+            0.6,
+            c0 if i < 2 else c1,
+            f'layer {i + 1}',
+        )
     _arrow(axes[0], (1.0, 2.2), (1.0, 2.6))
     for i in layers:  # layer-wise: every layer split in two halves
         _box(axes[1], 0.3, 0.6 + i, 0.7, 0.6, c0, f'{i + 1}a')
@@ -54,20 +81,33 @@ def draw_parallelism_schemes():
         for i in layers:
             _box(axes[2], x, 0.6 + i, 0.8, 0.6, c, f'layer {i + 1}')
         _box(axes[2], x, -0.2, 0.8, 0.5, '0.5', f'batch half {d}')
-    axes[2].annotate('', xy=(1.1, 4.3), xytext=(0.9, 4.3),
-                     arrowprops=dict(arrowstyle='<|-|>', color='0.3'))
+    axes[2].annotate(
+        '',
+        xy=(1.1, 4.3),
+        xytext=(0.9, 4.3),
+        arrowprops=dict(arrowstyle='<|-|>', color='0.3'),
+    )
     axes[2].text(1.0, 4.55, 'sum gradients', ha='center', fontsize=8)
-    titles = ('network partitioning', 'layer-wise partitioning',
-              'data parallelism')
+    titles = (
+        'network partitioning',
+        'layer-wise partitioning',
+        'data parallelism',
+    )
     for ax, title in zip(axes, titles):
         ax.set_title(title, fontsize=10)
         ax.set_xlim(0, 2)
         ax.set_ylim(-0.4, 4.9)
         ax.axis('off')
-    fig.legend(handles=[Rectangle((0, 0), 1, 1, color=c0),
-                        Rectangle((0, 0), 1, 1, color=c1)],
-               labels=['device 0', 'device 1'], loc='lower center',
-               ncol=2, frameon=False)
+    fig.legend(
+        handles=[
+            Rectangle((0, 0), 1, 1, color=c0),
+            Rectangle((0, 0), 1, 1, color=c1),
+        ],
+        labels=['device 0', 'device 1'],
+        loc='lower center',
+        ncol=2,
+        frameon=False,
+    )
     fig.tight_layout(rect=(0, 0.08, 1, 1))
     return fig
 
@@ -92,8 +132,14 @@ def plot_split(n, k):
     for device, size in enumerate(shard_sizes(n, k)):
         for i in range(start, start + size):
             _box(ax, i, 0, 0.95, 0.95, DEVICE_COLORS[device], str(i))
-        ax.text(start + size / 2, -0.35, f'device {device}: {size}',
-                ha='center', va='top', fontsize=9)
+        ax.text(
+            start + size / 2,
+            -0.35,
+            f'device {device}: {size}',
+            ha='center',
+            va='top',
+            fontsize=9,
+        )
         start += size
     ax.set_xlim(-0.2, n + 0.2)
     ax.set_ylim(-0.9, 1.1)
@@ -120,13 +166,15 @@ def plot_accuracy(results, labels):
     fig, (ax_acc, ax_time) = plt.subplots(1, 2, figsize=(9, 3.2))
     for result, label, color in zip(results, labels, DEVICE_COLORS):
         epochs = range(1, len(result.test_acc) + 1)
-        ax_acc.plot(epochs, result.test_acc, 'o-', color=color,
-                    label=label)
+        ax_acc.plot(epochs, result.test_acc, 'o-', color=color, label=label)
     ax_acc.set(xlabel='epoch', ylabel='test accuracy', ylim=(0, 1))
     ax_acc.xaxis.set_major_locator(MaxNLocator(integer=True))  # no 1.25
     ax_acc.legend()
-    ax_time.bar(labels, [r.sec_per_epoch for r in results],
-                color=DEVICE_COLORS[:len(results)])
+    ax_time.bar(
+        labels,
+        [r.sec_per_epoch for r in results],
+        color=DEVICE_COLORS[: len(results)],
+    )
     ax_time.set(ylabel='seconds per epoch')
     fig.tight_layout()
     return fig
@@ -140,8 +188,12 @@ LINE_STYLES = {
     'copy': {'color': 'black', 'linestyle': '--'},
     'copy+add floor': {'color': 'black', 'linestyle': ':'},
     'naive': {'color': '#4C72B0', 'marker': 'o'},
-    'naive (reused)': {'color': '#4C72B0', 'marker': 'o',
-                       'linestyle': ':', 'markerfacecolor': 'white'},
+    'naive (reused)': {
+        'color': '#4C72B0',
+        'marker': 'o',
+        'linestyle': ':',
+        'markerfacecolor': 'white',
+    },
     'sharded': {'color': '#55A868', 'marker': 's', 'linestyle': '--'},
     'ring': {'color': '#55A868', 'marker': '^'},
     'doubling': {'color': '#8172B2', 'marker': 'D'},
@@ -170,17 +222,27 @@ def draw_ring_trace(k=4):
     matplotlib.figure.Figure
     """
     states = schedules.trace(schedules.ring_schedule(k), k)
-    fig, axes = plt.subplots(1, len(states),
-                             figsize=(1.55 * len(states), 2.2))
+    fig, axes = plt.subplots(1, len(states), figsize=(1.55 * len(states), 2.2))
     for t, (ax, state) in enumerate(zip(axes, states)):
         ax.imshow(state, cmap='Blues', vmin=0, vmax=k)
         for d in range(k):
             for c in range(k):
-                ax.text(c, d, state[d][c], ha='center', va='center',
-                        color='white' if state[d][c] > k / 2 else 'black',
-                        fontsize=8)
-        phase = ('start' if t == 0 else f'reduce-scatter {t}' if t < k
-                 else f'all-gather {t - k + 1}')
+                ax.text(
+                    c,
+                    d,
+                    state[d][c],
+                    ha='center',
+                    va='center',
+                    color='white' if state[d][c] > k / 2 else 'black',
+                    fontsize=8,
+                )
+        phase = (
+            'start'
+            if t == 0
+            else f'reduce-scatter {t}'
+            if t < k
+            else f'all-gather {t - k + 1}'
+        )
         ax.set_title(phase, fontsize=8)
         ax.set_xticks(range(k))
         ax.set_yticks(range(k))
@@ -213,19 +275,31 @@ def plot_traffic(nbytes, ks=(2, 4, 8, 16)):
     """
     fig, ax = plt.subplots(figsize=(5, 3))
     for name, make in schedules.SCHEDULES.items():
-        busiest = [max(schedules.traffic(make(k), k, nbytes // 4)[1])
-                   / nbytes for k in ks]
+        busiest = [
+            max(schedules.traffic(make(k), k, nbytes // 4)[1]) / nbytes
+            for k in ks
+        ]
         ax.plot(ks, busiest, label=name, **LINE_STYLES[name])
-    ax.set(xlabel='devices k', ylabel='busiest device receives (x N)',
-           xscale='log', xticks=ks, xticklabels=[str(k) for k in ks])
+    ax.set(
+        xlabel='devices k',
+        ylabel='busiest device receives (x N)',
+        xscale='log',
+        xticks=ks,
+        xticklabels=[str(k) for k in ks],
+    )
     ax.minorticks_off()
     ax.legend()
     fig.tight_layout()
     return fig
 
 
-def plot_cost_model(nbytes, bandwidth, latency, ks=range(2, 17),
-                    algorithms=('cpu', 'naive', 'ring', 'doubling')):
+def plot_cost_model(
+    nbytes,
+    bandwidth,
+    latency,
+    ks=range(2, 17),
+    algorithms=('cpu', 'naive', 'ring', 'doubling'),
+):
     """Predicted allreduce time versus number of devices.
 
     Taught in the chapter on allreduce algorithms. The sharded algorithm
@@ -245,13 +319,18 @@ def plot_cost_model(nbytes, bandwidth, latency, ks=range(2, 17),
     """
     fig, ax = plt.subplots(figsize=(5, 3))
     for name in algorithms:
-        times = [1e3 * allreduce_time(name, k, nbytes, bandwidth, latency)
-                 for k in ks]
-        ax.plot(list(ks), times, label=name, markersize=4,
-                **LINE_STYLES[name])
-    ax.set(xlabel='devices k', ylabel='predicted ms', yscale='log',
-           title=f'{nbytes / 1e6:.3g} MB per device, '
-                 f'{1e6 * latency:.3g} us per message',)
+        times = [
+            1e3 * allreduce_time(name, k, nbytes, bandwidth, latency)
+            for k in ks
+        ]
+        ax.plot(list(ks), times, label=name, markersize=4, **LINE_STYLES[name])
+    ax.set(
+        xlabel='devices k',
+        ylabel='predicted ms',
+        yscale='log',
+        title=f'{nbytes / 1e6:.3g} MB per device, '
+        f'{1e6 * latency:.3g} us per message',
+    )
     ax.title.set_fontsize(9)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -277,17 +356,28 @@ def plot_bandwidth(rows):
     """
     ks = sorted({r['devices'] for r in rows})
     names = list(dict.fromkeys(r['algorithm'] for r in rows))
-    fig, axes = plt.subplots(1, len(ks), figsize=(5.5 * len(ks), 4),
-                             squeeze=False, sharey=True)
+    fig, axes = plt.subplots(
+        1, len(ks), figsize=(5.5 * len(ks), 4), squeeze=False, sharey=True
+    )
     for ax, k in zip(axes[0], ks):
         for name in names:
-            mine = [r for r in rows if r['devices'] == k
-                    and r['algorithm'] == name]
-            ax.plot([r['bytes'] / 2**20 for r in mine],
-                    [r['gb_per_s'] for r in mine], label=name,
-                    markersize=5, alpha=0.85, **LINE_STYLES[name])
-        ax.set(xscale='log', yscale='log', xlabel='MB per device',
-               title=f'{k} devices')
+            mine = [
+                r for r in rows if r['devices'] == k and r['algorithm'] == name
+            ]
+            ax.plot(
+                [r['bytes'] / 2**20 for r in mine],
+                [r['gb_per_s'] for r in mine],
+                label=name,
+                markersize=5,
+                alpha=0.85,
+                **LINE_STYLES[name],
+            )
+        ax.set(
+            xscale='log',
+            yscale='log',
+            xlabel='MB per device',
+            title=f'{k} devices',
+        )
         ax.grid(True, which='major', alpha=0.3)
         ax.legend(fontsize=7, ncol=2, loc='lower right')
     axes[0][0].set_ylabel('GB/s (array bytes / time)')
@@ -343,19 +433,35 @@ def plot_network(rows):
     matplotlib.figure.Figure
     """
     from .dist.netem import parse_rate
+
     fig, ax = plt.subplots(figsize=(5.5, 3.2))
     groups = sorted({(r['hosts'], r['servers']) for r in rows})
     for i, (hosts, servers) in enumerate(groups):
-        mine = sorted((r for r in rows if (r['hosts'], r['servers'])
-                       == (hosts, servers)),
-                      key=lambda r: parse_rate(r['rate']))
+        mine = sorted(
+            (
+                r
+                for r in rows
+                if (r['hosts'], r['servers']) == (hosts, servers)
+            ),
+            key=lambda r: parse_rate(r['rate']),
+        )
         x = [parse_rate(r['rate']) / 1e6 for r in mine]
         color = DEVICE_COLORS[i % len(DEVICE_COLORS)]
         label = f'{hosts} host(s), {servers} server(s)'
-        ax.plot(x, [1e3 * r['sec_per_step'] for r in mine], 'o-',
-                color=color, label=f'{label}: measured')
-        ax.plot(x, [1e3 * r['predicted'] for r in mine], '--',
-                color=color, label=f'{label}: model')
+        ax.plot(
+            x,
+            [1e3 * r['sec_per_step'] for r in mine],
+            'o-',
+            color=color,
+            label=f'{label}: measured',
+        )
+        ax.plot(
+            x,
+            [1e3 * r['predicted'] for r in mine],
+            '--',
+            color=color,
+            label=f'{label}: model',
+        )
     ax.set_xscale('log')
     ax.set_xlabel('link rate (Mbit/s)')
     ax.set_ylabel('ms per step')

@@ -5,6 +5,7 @@ label range) so that a corrupt or truncated download is an error that
 names the file, never a silently wrong dataset. :func:`encode_idx` writes
 the same format (the tests make small datasets with it).
 """
+
 import gzip
 import os
 import struct
@@ -29,8 +30,10 @@ def _read_gzip(path):
         with gzip.open(path, 'rb') as f:
             return f.read()
     except (OSError, EOFError, zlib.error) as e:
-        raise DatasetError(f'{path}: not a complete gzip file ({e}); '
-                           f'delete it and fetch it again') from e
+        raise DatasetError(
+            f'{path}: not a complete gzip file ({e}); '
+            f'delete it and fetch it again'
+        ) from e
 
 
 def read_idx(path, magic, item_shape):
@@ -58,22 +61,31 @@ def read_idx(path, magic, item_shape):
     raw = _read_gzip(path)
     header_len = 4 * (2 + len(item_shape))
     if len(raw) < header_len:
-        raise DatasetError(f'{path}: only {len(raw)} bytes, too short for '
-                           f'an IDX header; the file is truncated')
-    found, n, *dims = struct.unpack(f'>{2 + len(item_shape)}I',
-                                    raw[:header_len])
+        raise DatasetError(
+            f'{path}: only {len(raw)} bytes, too short for '
+            f'an IDX header; the file is truncated'
+        )
+    found, n, *dims = struct.unpack(
+        f'>{2 + len(item_shape)}I', raw[:header_len]
+    )
     if found != magic:
-        raise DatasetError(f'{path}: magic number {found}, expected '
-                           f'{magic}; is this the right file?')
+        raise DatasetError(
+            f'{path}: magic number {found}, expected '
+            f'{magic}; is this the right file?'
+        )
     if tuple(dims) != tuple(item_shape):
-        raise DatasetError(f'{path}: items of shape {tuple(dims)}, '
-                           f'expected {tuple(item_shape)}')
+        raise DatasetError(
+            f'{path}: items of shape {tuple(dims)}, '
+            f'expected {tuple(item_shape)}'
+        )
     expected = header_len + n * int(onp.prod(item_shape, dtype=int))
     if len(raw) != expected:
-        raise DatasetError(f'{path}: header promises {n} items '
-                           f'({expected} bytes) but the file holds '
-                           f'{len(raw)} bytes; it is truncated or '
-                           f'corrupt, fetch it again')
+        raise DatasetError(
+            f'{path}: header promises {n} items '
+            f'({expected} bytes) but the file holds '
+            f'{len(raw)} bytes; it is truncated or '
+            f'corrupt, fetch it again'
+        )
     data = onp.frombuffer(raw, onp.uint8, offset=header_len)
     return data.reshape((n,) + tuple(item_shape))
 
@@ -97,17 +109,22 @@ def read_split(directory, split):
     DatasetError
         If a file is invalid, the counts differ, or a label is not 0-9.
     """
-    image_path, label_path = (os.path.join(directory, name)
-                              for name in FILES[split])
+    image_path, label_path = (
+        os.path.join(directory, name) for name in FILES[split]
+    )
     images = read_idx(image_path, IMAGE_MAGIC, (28, 28))
     labels = read_idx(label_path, LABEL_MAGIC, ())
     if len(images) != len(labels):
-        raise DatasetError(f'{image_path} holds {len(images)} images but '
-                           f'{label_path} holds {len(labels)} labels; the '
-                           f'files come from different sets')
+        raise DatasetError(
+            f'{image_path} holds {len(images)} images but '
+            f'{label_path} holds {len(labels)} labels; the '
+            f'files come from different sets'
+        )
     if len(labels) and labels.max() >= NUM_CLASSES:
-        raise DatasetError(f'{label_path}: label {labels.max()} is outside '
-                           f'0..{NUM_CLASSES - 1}; the file is corrupt')
+        raise DatasetError(
+            f'{label_path}: label {labels.max()} is outside '
+            f'0..{NUM_CLASSES - 1}; the file is corrupt'
+        )
     X = images.astype(onp.float32)[:, None, :, :] / 255
     return X, labels.astype(onp.int32)
 

@@ -1,4 +1,5 @@
 """MXNet's own allreduce: the kvstore, the production baseline."""
+
 import mxnet as mx
 from mxnet import np
 
@@ -56,9 +57,10 @@ def kvstore_allreduce(data, kind='device'):
     """
     check_allreduce_input(data, 'kvstore_allreduce')
     if kind not in ('device', 'local'):
-        raise ValueError(f"kvstore_allreduce: kind must be 'device' or "
-                         f"'local', got {kind!r}; the dist_* kinds need "
-                         f"several processes (see the engines chapter)")
-    kv, key = _store(kind, data[0].shape, data[0].dtype,
-                     [a.ctx for a in data])
+        raise ValueError(
+            f"kvstore_allreduce: kind must be 'device' or "
+            f"'local', got {kind!r}; the dist_* kinds need "
+            f'several processes (see the engines chapter)'
+        )
+    kv, key = _store(kind, data[0].shape, data[0].dtype, [a.ctx for a in data])
     kv.pushpull(key, list(data), out=list(data))

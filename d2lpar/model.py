@@ -4,6 +4,7 @@ Keeping the parameters in a list (instead of a Gluon block) is what lets
 the chapter copy them to each device by hand and sum their gradients
 itself: nothing is hidden inside a framework object.
 """
+
 import numpy as onp
 from mxnet import np, npx
 
@@ -11,10 +12,14 @@ npx.set_np()
 
 # (name, shape) of the 8 arrays, in the order lenet() reads them.
 LENET_SHAPES = (
-    ('W1', (20, 1, 3, 3)), ('b1', (20,)),
-    ('W2', (50, 20, 5, 5)), ('b2', (50,)),
-    ('W3', (800, 128)), ('b3', (128,)),
-    ('W4', (128, 10)), ('b4', (10,)),
+    ('W1', (20, 1, 3, 3)),
+    ('b1', (20,)),
+    ('W2', (50, 20, 5, 5)),
+    ('b2', (50,)),
+    ('W3', (800, 128)),
+    ('b3', (128,)),
+    ('W4', (128, 10)),
+    ('b4', (10,)),
 )
 
 
@@ -45,13 +50,15 @@ def init_lenet_params(seed=0, scale=0.01):
     [(20, 1, 3, 3), (20,)]
     """
     if scale < 0:
-        raise ValueError(f'init_lenet_params: scale must be >= 0, got '
-                         f'{scale}')
+        raise ValueError(f'init_lenet_params: scale must be >= 0, got {scale}')
     rng = onp.random.default_rng(seed)
     params = []
     for name, shape in LENET_SHAPES:
-        values = (rng.normal(0, scale, shape) if name.startswith('W')
-                  else onp.zeros(shape))
+        values = (
+            rng.normal(0, scale, shape)
+            if name.startswith('W')
+            else onp.zeros(shape)
+        )
         params.append(np.array(values, dtype='float32'))
     return params
 
@@ -80,21 +87,28 @@ def lenet(X, params):
         1x28x28 images.
     """
     if len(params) != len(LENET_SHAPES):
-        raise ValueError(f'lenet: expected {len(LENET_SHAPES)} parameter '
-                         f'arrays, got {len(params)}; use '
-                         f'init_lenet_params()')
+        raise ValueError(
+            f'lenet: expected {len(LENET_SHAPES)} parameter '
+            f'arrays, got {len(params)}; use '
+            f'init_lenet_params()'
+        )
     if X.ndim != 4 or X.shape[1:] != (1, 28, 28):
-        raise ValueError(f'lenet: X must have shape (batch, 1, 28, 28), '
-                         f'got {X.shape}')
+        raise ValueError(
+            f'lenet: X must have shape (batch, 1, 28, 28), got {X.shape}'
+        )
     W1, b1, W2, b2, W3, b3, W4, b4 = params
-    h = npx.convolution(data=X, weight=W1, bias=b1, kernel=(3, 3),
-                        num_filter=20)               # (batch, 20, 26, 26)
-    h = npx.pooling(npx.relu(h), pool_type='avg', kernel=(2, 2),
-                    stride=(2, 2))                   # (batch, 20, 13, 13)
-    h = npx.convolution(data=h, weight=W2, bias=b2, kernel=(5, 5),
-                        num_filter=50)               # (batch, 50, 9, 9)
-    h = npx.pooling(npx.relu(h), pool_type='avg', kernel=(2, 2),
-                    stride=(2, 2))                   # (batch, 50, 4, 4)
-    h = h.reshape(h.shape[0], -1)                    # (batch, 800)
-    h = npx.relu(np.dot(h, W3) + b3)                 # (batch, 128)
-    return np.dot(h, W4) + b4                        # (batch, 10)
+    h = npx.convolution(
+        data=X, weight=W1, bias=b1, kernel=(3, 3), num_filter=20
+    )  # (batch, 20, 26, 26)
+    h = npx.pooling(
+        npx.relu(h), pool_type='avg', kernel=(2, 2), stride=(2, 2)
+    )  # (batch, 20, 13, 13)
+    h = npx.convolution(
+        data=h, weight=W2, bias=b2, kernel=(5, 5), num_filter=50
+    )  # (batch, 50, 9, 9)
+    h = npx.pooling(
+        npx.relu(h), pool_type='avg', kernel=(2, 2), stride=(2, 2)
+    )  # (batch, 50, 4, 4)
+    h = h.reshape(h.shape[0], -1)  # (batch, 800)
+    h = npx.relu(np.dot(h, W3) + b3)  # (batch, 128)
+    return np.dot(h, W4) + b4  # (batch, 10)

@@ -10,6 +10,7 @@ An optimizer here updates one array at a time, in place, through
 ``update(p, g, state)``: the same code then updates a whole parameter or
 one shard of a flat buffer of parameters (:mod:`d2lpar.zero`).
 """
+
 import numpy as onp
 from mxnet import autograd, np
 
@@ -91,8 +92,10 @@ class Momentum(SGD):
     def __init__(self, lr, momentum=0.9):
         super().__init__(lr)
         if not 0 <= momentum < 1:
-            raise ValueError(f'Momentum: momentum must be in [0, 1), got '
-                             f'{momentum}; 0.9 is the usual choice')
+            raise ValueError(
+                f'Momentum: momentum must be in [0, 1), got '
+                f'{momentum}; 0.9 is the usual choice'
+            )
         self.momentum = momentum
 
     def update(self, p, g, state):
@@ -125,8 +128,7 @@ class Adam(SGD):
         super().__init__(lr)
         for name, beta in (('beta1', beta1), ('beta2', beta2)):
             if not 0 <= beta < 1:
-                raise ValueError(f'Adam: {name} must be in [0, 1), got '
-                                 f'{beta}')
+                raise ValueError(f'Adam: {name} must be in [0, 1), got {beta}')
         self.beta1, self.beta2, self.eps = beta1, beta2, eps
 
     def update(self, p, g, state):
@@ -135,8 +137,8 @@ class Adam(SGD):
         t, m, v = state['t'], state['m'], state['v']
         m[:] = self.beta1 * m + (1 - self.beta1) * g
         v[:] = self.beta2 * v + (1 - self.beta2) * g * g
-        m_hat = m / (1 - self.beta1 ** t)
-        v_hat = v / (1 - self.beta2 ** t)
+        m_hat = m / (1 - self.beta1**t)
+        v_hat = v / (1 - self.beta2**t)
         p[:] = p - self.lr * m_hat / (np.sqrt(v_hat) + self.eps)
 
 
@@ -155,8 +157,9 @@ def init_states(optimizer, device_params):
         ``device_states[i][j]`` is parameter ``j``'s state on device
         ``i``, on the same device as the parameter.
     """
-    return [[optimizer.init_state(p) for p in params]
-            for params in device_params]
+    return [
+        [optimizer.init_state(p) for p in params] for params in device_params
+    ]
 
 
 def state_bytes(device_states):
@@ -175,10 +178,15 @@ def state_bytes(device_states):
     list of int
         Per device.
     """
-    return [sum(a.size * onp.dtype(a.dtype).itemsize
-                for state in states for a in state.values()
-                if isinstance(a, np.ndarray))
-            for states in device_states]
+    return [
+        sum(
+            a.size * onp.dtype(a.dtype).itemsize
+            for state in states
+            for a in state.values()
+            if isinstance(a, np.ndarray)
+        )
+        for states in device_states
+    ]
 
 
 def compute_grads(X_shards, y_shards, device_params, net, loss):
@@ -200,17 +208,28 @@ def compute_grads(X_shards, y_shards, device_params, net, loss):
         with respect to its parameter ``j`` (the ``.grad`` buffers).
     """
     with autograd.record():  # each device's loss on its own shard
-        ls = [loss(net(X_shard, params), y_shard).sum()
-              for X_shard, y_shard, params in zip(
-                  X_shards, y_shards, device_params)]
+        ls = [
+            loss(net(X_shard, params), y_shard).sum()
+            for X_shard, y_shard, params in zip(
+                X_shards, y_shards, device_params
+            )
+        ]
     for l in ls:
         l.backward()
     return [[p.grad for p in params] for params in device_params]
 
 
-def train_batch_optim(X, y, device_params, device_states, devices,
-                      optimizer, net=lenet, loss=cross_entropy,
-                      algorithm=allreduce):
+def train_batch_optim(
+    X,
+    y,
+    device_params,
+    device_states,
+    devices,
+    optimizer,
+    net=lenet,
+    loss=cross_entropy,
+    algorithm=allreduce,
+):
     """One data-parallel step with a stateful optimizer on every replica.
 
     Taught in the chapter "Optimizer state across replicas". The same
@@ -240,10 +259,12 @@ def train_batch_optim(X, y, device_params, device_states, devices,
         If replicas, states and devices are not one per device.
     """
     if not len(device_params) == len(device_states) == len(devices):
-        raise ValueError(f'train_batch_optim: {len(device_params)} '
-                         f'replicas, {len(device_states)} states and '
-                         f'{len(devices)} devices; make one of each per '
-                         f'device (init_states(optimizer, device_params))')
+        raise ValueError(
+            f'train_batch_optim: {len(device_params)} '
+            f'replicas, {len(device_states)} states and '
+            f'{len(devices)} devices; make one of each per '
+            f'device (init_states(optimizer, device_params))'
+        )
     X_shards, y_shards = split_batch(X, y, devices)
     grads = compute_grads(X_shards, y_shards, device_params, net, loss)
     for i in range(len(grads[0])):

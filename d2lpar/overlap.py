@@ -17,6 +17,7 @@ engine operations per device, not one operation per layer, so gradients
 written in one bulk segment become ready together, which limits how
 early a bucket can start.
 """
+
 import time
 
 import numpy as onp
@@ -57,7 +58,7 @@ def make_buckets(sizes, bucket_bytes=None, reverse=True, itemsize=4):
     >>> make_buckets([10, 10, 100, 10], bucket_bytes=80)
     [[3, 2], [1, 0]]
     """
-    order = list(range(len(sizes)))[::-1 if reverse else 1]
+    order = list(range(len(sizes)))[:: -1 if reverse else 1]
     if bucket_bytes is None:
         return [[i] for i in order]
     buckets, current, used = [], [], 0
@@ -71,9 +72,19 @@ def make_buckets(sizes, bucket_bytes=None, reverse=True, itemsize=4):
     return buckets + [current] if current else buckets
 
 
-def train_batch_overlap(X, y, device_params, devices, lr, net=lenet,
-                        loss=cross_entropy, algorithm=allreduce,
-                        overlap=True, bucket_bytes=None, reverse=True):
+def train_batch_overlap(
+    X,
+    y,
+    device_params,
+    devices,
+    lr,
+    net=lenet,
+    loss=cross_entropy,
+    algorithm=allreduce,
+    overlap=True,
+    bucket_bytes=None,
+    reverse=True,
+):
     """One data-parallel SGD step, with or without overlap.
 
     Taught in the chapter on overlapping communication. The same result
@@ -103,15 +114,17 @@ def train_batch_overlap(X, y, device_params, devices, lr, net=lenet,
         if len(bucket) == 1:
             algorithm([g[bucket[0]] for g in grads])
         else:
-            bucketed_allreduce([[g[i] for i in bucket] for g in grads],
-                               algorithm)
+            bucketed_allreduce(
+                [[g[i] for i in bucket] for g in grads], algorithm
+            )
     for params in device_params:
         for p in params:
             p[:] = p - lr * p.grad / X.shape[0]
 
 
-def time_overlap(configs, devices, batch_size=256, repeats=10, warmup=2,
-                 rounds=3, seed=0):
+def time_overlap(
+    configs, devices, batch_size=256, repeats=10, warmup=2, rounds=3, seed=0
+):
     """Median seconds per step for each configuration, interleaved.
 
     Taught in the chapter on overlapping communication. Every round
@@ -143,8 +156,9 @@ def time_overlap(configs, devices, batch_size=256, repeats=10, warmup=2,
             times = []
             for i in range(warmup + repeats):
                 tic = time.perf_counter()
-                train_batch_overlap(X, y, device_params, devices, 0.1,
-                                    **options)
+                train_batch_overlap(
+                    X, y, device_params, devices, 0.1, **options
+                )
                 npx.waitall()
                 if i >= warmup:
                     times.append(time.perf_counter() - tic)
@@ -165,17 +179,23 @@ def _profile_child(options, num_devices, batch_size, seed, filename):
     import mxnet as mx
 
     from .devices import devices as make_devices
+
     devices = make_devices(num_devices)
     rng = onp.random.default_rng(seed)
     X = np.array(rng.uniform(size=(batch_size, 1, 28, 28)), dtype='float32')
     y = np.array(rng.integers(0, 10, batch_size), dtype='int32')
-    device_params = [get_params(init_lenet_params(seed, 0.1), d)
-                     for d in devices]
+    device_params = [
+        get_params(init_lenet_params(seed, 0.1), d) for d in devices
+    ]
     train_batch_overlap(X, y, device_params, devices, 0.1, **options)
     npx.waitall()
-    mx.profiler.set_config(profile_imperative=True, profile_api=False,
-                           profile_memory=False, aggregate_stats=False,
-                           filename=filename)
+    mx.profiler.set_config(
+        profile_imperative=True,
+        profile_api=False,
+        profile_memory=False,
+        aggregate_stats=False,
+        filename=filename,
+    )
     mx.profiler.set_state('run')
     train_batch_overlap(X, y, device_params, devices, 0.1, **options)
     npx.waitall()
@@ -193,12 +213,15 @@ def _profile_child(options, num_devices, batch_size, seed, filename):
         elif key in opened:
             events.append((e['pid'], e['name'], opened.pop(key), e['ts']))
     t0 = min(start for _, _, start, _ in events)
-    return [(d, name, (s - t0) / 1e3, (t - t0) / 1e3)
-            for d, name, s, t in sorted(events, key=lambda e: e[2])]
+    return [
+        (d, name, (s - t0) / 1e3, (t - t0) / 1e3)
+        for d, name, s, t in sorted(events, key=lambda e: e[2])
+    ]
 
 
-def profile_step(options=None, num_devices=2, batch_size=256, seed=0,
-                 timeout=300):
+def profile_step(
+    options=None, num_devices=2, batch_size=256, seed=0, timeout=300
+):
     """Real timestamps of every engine operator of one step.
 
     Taught in the chapter on overlapping communication. Runs one warm-up
@@ -223,12 +246,15 @@ def profile_step(options=None, num_devices=2, batch_size=256, seed=0,
     import multiprocessing
     import os
     import tempfile
+
     with tempfile.TemporaryDirectory() as tmp:
         filename = os.path.join(tmp, 'profile.json')
         ctx = multiprocessing.get_context('spawn')
         with ctx.Pool(1) as pool:
-            job = pool.apply_async(_profile_child, (
-                options or {}, num_devices, batch_size, seed, filename))
+            job = pool.apply_async(
+                _profile_child,
+                (options or {}, num_devices, batch_size, seed, filename),
+            )
             return job.get(timeout)
 
 
@@ -247,12 +273,14 @@ def comm_overlap(events):
         (on any device), and all communication time, in ms.
     """
     comm = [(s, t) for _, name, s, t in events if name in COMM_OPS]
-    compute = [(s, t) for _, name, s, t in events
-               if name not in COMM_OPS and name != 'DeleteVariable']
+    compute = [
+        (s, t)
+        for _, name, s, t in events
+        if name not in COMM_OPS and name != 'DeleteVariable'
+    ]
     overlapped = 0.0
     for s, t in comm:
-        cover = [(max(s, a), min(t, b)) for a, b in compute
-                 if a < t and b > s]
+        cover = [(max(s, a), min(t, b)) for a, b in compute if a < t and b > s]
         # Merge the covered pieces so parallel compute counts once.
         end = s
         for a, b in sorted(cover):
@@ -276,6 +304,7 @@ def plot_timeline(events, title=''):
     matplotlib.figure.Figure
     """
     import matplotlib.pyplot as plt
+
     devices = sorted({d for d, _, _, _ in events})
     fig, ax = plt.subplots(figsize=(7, 0.6 + 0.5 * len(devices)))
     for row, device in enumerate(devices):
@@ -283,9 +312,11 @@ def plot_timeline(events, title=''):
             if d != device or name == 'DeleteVariable':
                 continue
             comm = name in COMM_OPS
-            ax.broken_barh([(s, max(t - s, 0.05))],
-                           (row - 0.4 + (0.4 if comm else 0), 0.4),
-                           color='tab:orange' if comm else 'tab:blue')
+            ax.broken_barh(
+                [(s, max(t - s, 0.05))],
+                (row - 0.4 + (0.4 if comm else 0), 0.4),
+                color='tab:orange' if comm else 'tab:blue',
+            )
     ax.set_yticks(range(len(devices)))
     ax.set_yticklabels([f'device {d}' for d in devices])
     ax.set_xlabel('ms since the first operator')

@@ -1,4 +1,5 @@
 """Copying a model's parameters onto a device."""
+
 import mxnet as mx
 
 
@@ -34,8 +35,10 @@ def get_params(params, device):
     0.0
     """
     if not isinstance(device, mx.Context):
-        raise TypeError(f'get_params: device must be an mx.Context such as '
-                        f'mx.cpu(1), got {device!r}')
+        raise TypeError(
+            f'get_params: device must be an mx.Context such as '
+            f'mx.cpu(1), got {device!r}'
+        )
     new_params = [p.copyto(device) for p in params]
     for p in new_params:
         p.attach_grad()

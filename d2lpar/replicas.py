@@ -7,14 +7,17 @@ training goes on, each replica on its own path. Comparing a short
 checksum of every array across devices every ``N`` steps catches it
 early and names the array; only the checksums need to travel.
 """
+
 import collections
 import hashlib
 
 Drift = collections.namedtuple('Drift', 'step name groups max_diff')
-Drift.__doc__ = ('Array ``name`` differs across replicas at ``step``: '
-                 '``groups`` lists the devices that agree with each other '
-                 '(one tuple per distinct checksum), ``max_diff`` is the '
-                 'largest elementwise difference to device 0.')
+Drift.__doc__ = (
+    'Array ``name`` differs across replicas at ``step``: '
+    '``groups`` lists the devices that agree with each other '
+    '(one tuple per distinct checksum), ``max_diff`` is the '
+    'largest elementwise difference to device 0.'
+)
 
 
 def checksum(a):
@@ -61,9 +64,11 @@ def find_drift(device_arrays, names, step=None):
     """
     counts = {len(arrays) for arrays in device_arrays} | {len(names)}
     if len(counts) != 1:
-        raise ValueError(f'find_drift: replicas hold '
-                         f'{[len(a) for a in device_arrays]} arrays for '
-                         f'{len(names)} names; pass one name per array')
+        raise ValueError(
+            f'find_drift: replicas hold '
+            f'{[len(a) for a in device_arrays]} arrays for '
+            f'{len(names)} names; pass one name per array'
+        )
     drifts = []
     for i, name in enumerate(names):
         groups = collections.defaultdict(list)
@@ -71,10 +76,18 @@ def find_drift(device_arrays, names, step=None):
             groups[checksum(arrays[i])].append(d)
         if len(groups) > 1:
             first = device_arrays[0][i].asnumpy()
-            diff = max(abs(arrays[i].asnumpy() - first).max()
-                       for arrays in device_arrays[1:])
-            drifts.append(Drift(step, name, sorted(
-                tuple(g) for g in groups.values()), float(diff)))
+            diff = max(
+                abs(arrays[i].asnumpy() - first).max()
+                for arrays in device_arrays[1:]
+            )
+            drifts.append(
+                Drift(
+                    step,
+                    name,
+                    sorted(tuple(g) for g in groups.values()),
+                    float(diff),
+                )
+            )
     return drifts
 
 
@@ -102,8 +115,7 @@ class DriftDetector:
 
     def __init__(self, names, every=1):
         if every < 1:
-            raise ValueError(f'DriftDetector: every must be >= 1, got '
-                             f'{every}')
+            raise ValueError(f'DriftDetector: every must be >= 1, got {every}')
         self.names, self.every = list(names), every
         self.first, self.checked = None, []
 

@@ -10,13 +10,16 @@ Arrays are cut into ``k`` contiguous chunks (sizes from
 :func:`d2lpar.shard_sizes`), one per device; ``chunk=None`` means the
 whole array.
 """
+
 import collections
 
 from .splitting import shard_sizes
 
 Transfer = collections.namedtuple('Transfer', 'src dst chunk reduce')
-Transfer.__doc__ = ('Send ``chunk`` from device ``src`` to ``dst``, which '
-                    'adds it to its own (``reduce=True``) or overwrites.')
+Transfer.__doc__ = (
+    'Send ``chunk`` from device ``src`` to ``dst``, which '
+    'adds it to its own (``reduce=True``) or overwrites.'
+)
 
 
 def naive_schedule(k):
@@ -53,8 +56,10 @@ def sharded_schedule(k):
         to everyone).
     """
     pairs = [(i, j) for j in range(k) for i in range(k) if i != j]
-    return [[Transfer(i, j, j, True) for i, j in pairs],
-            [Transfer(j, i, j, False) for i, j in pairs]]
+    return [
+        [Transfer(i, j, j, True) for i, j in pairs],
+        [Transfer(j, i, j, False) for i, j in pairs],
+    ]
 
 
 def ring_schedule(k):
@@ -75,10 +80,14 @@ def ring_schedule(k):
     -------
     list of list of Transfer
     """
-    reduce_scatter = [[Transfer(i, (i + 1) % k, (i - s) % k, True)
-                       for i in range(k)] for s in range(k - 1)]
-    all_gather = [[Transfer(i, (i + 1) % k, (i + 1 - s) % k, False)
-                   for i in range(k)] for s in range(k - 1)]
+    reduce_scatter = [
+        [Transfer(i, (i + 1) % k, (i - s) % k, True) for i in range(k)]
+        for s in range(k - 1)
+    ]
+    all_gather = [
+        [Transfer(i, (i + 1) % k, (i + 1 - s) % k, False) for i in range(k)]
+        for s in range(k - 1)
+    ]
     return reduce_scatter + all_gather
 
 
@@ -107,16 +116,22 @@ def doubling_schedule(k):
     m = k.bit_length() - 1
     p = 1 << m
     fold = [[Transfer(p + i, i, None, True) for i in range(k - p)]]
-    swaps = [[Transfer(i, i ^ (1 << s), None, True) for i in range(p)]
-             for s in range(m)]
+    swaps = [
+        [Transfer(i, i ^ (1 << s), None, True) for i in range(p)]
+        for s in range(m)
+    ]
     unfold = [[Transfer(i, p + i, None, False) for i in range(k - p)]]
     return fold + swaps + unfold if k > p else swaps
 
 
 # The hand-written algorithms by name: the chapters, the benchmark, the
 # figures and the tests all take them from here.
-SCHEDULES = {'naive': naive_schedule, 'sharded': sharded_schedule,
-             'ring': ring_schedule, 'doubling': doubling_schedule}
+SCHEDULES = {
+    'naive': naive_schedule,
+    'sharded': sharded_schedule,
+    'ring': ring_schedule,
+    'doubling': doubling_schedule,
+}
 
 
 def traffic(schedule, k, n, itemsize=4):
@@ -172,8 +187,9 @@ def trace(schedule, k):
         for t, src in sent:
             chunks = range(k) if t.chunk is None else [t.chunk]
             for c in chunks:
-                held[t.dst][c] = (held[t.dst][c] | src[c] if t.reduce
-                                  else set(src[c]))
+                held[t.dst][c] = (
+                    held[t.dst][c] | src[c] if t.reduce else set(src[c])
+                )
         states.append([[len(s) for s in row] for row in held])
     return states
 
@@ -197,8 +213,10 @@ def reduce_scatter_schedule(k):
     list of list of Transfer
         ``k-1`` steps of ``k`` transfers.
     """
-    return [[Transfer(i, (i + 1) % k, (i - 1 - s) % k, True)
-             for i in range(k)] for s in range(k - 1)]
+    return [
+        [Transfer(i, (i + 1) % k, (i - 1 - s) % k, True) for i in range(k)]
+        for s in range(k - 1)
+    ]
 
 
 def all_gather_schedule(k):
@@ -222,5 +240,7 @@ def all_gather_schedule(k):
     list of list of Transfer
         ``k-1`` steps of ``k`` transfers.
     """
-    return [[Transfer(i, (i + 1) % k, (i - s) % k, False)
-             for i in range(k)] for s in range(k - 1)]
+    return [
+        [Transfer(i, (i + 1) % k, (i - s) % k, False) for i in range(k)]
+        for s in range(k - 1)
+    ]

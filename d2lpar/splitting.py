@@ -72,12 +72,16 @@ def split_batch(X, y, devices):
     check_devices(devices, 'split_batch')
     n, k = X.shape[0], len(devices)
     if y.shape[0] != n:
-        raise ValueError(f'split_batch: X has {n} examples but y has '
-                         f'{y.shape[0]}; pass matching batches')
+        raise ValueError(
+            f'split_batch: X has {n} examples but y has '
+            f'{y.shape[0]}; pass matching batches'
+        )
     if n < k:
-        raise ValueError(f'split_batch: {n} examples cannot be split over '
-                         f'{k} devices (each needs at least one); use a '
-                         f'larger batch or fewer devices')
+        raise ValueError(
+            f'split_batch: {n} examples cannot be split over '
+            f'{k} devices (each needs at least one); use a '
+            f'larger batch or fewer devices'
+        )
     # Not gluon.utils.split_and_load: with even_split=False it gives the
     # same sizes (divmod, the first n % k shards one extra example), but it
     # splits one array at a time, and when n < k it silently gives some
@@ -86,8 +90,8 @@ def split_batch(X, y, devices):
     # with an error that says what to do.
     X_shards, y_shards, start = [], [], 0
     for device, size in zip(devices, shard_sizes(n, k)):
-        X_shards.append(X[start:start + size].as_in_ctx(device))
-        y_shards.append(y[start:start + size].as_in_ctx(device))
+        X_shards.append(X[start : start + size].as_in_ctx(device))
+        y_shards.append(y[start : start + size].as_in_ctx(device))
         start += size
     return X_shards, y_shards
 

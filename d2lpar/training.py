@@ -3,12 +3,18 @@
 The epoch loop itself is :func:`d2lpar.epochs.run_epochs`, shared with
 the concise (Gluon) trainer.
 """
+
 from d2l import mxnet as d2l
 from mxnet import autograd, gluon
 
 from .buckets import bucketed_allreduce
-from .checks import (check_devices, check_positive, check_returned_none,
-                     check_split, check_step)
+from .checks import (
+    check_devices,
+    check_positive,
+    check_returned_none,
+    check_split,
+    check_step,
+)
 from .collectives import allreduce
 from .data import load_fashion_mnist
 from .devices import devices as default_devices
@@ -27,9 +33,19 @@ cross_entropy = gluon.loss.SoftmaxCrossEntropyLoss()
 INIT_SCALE = 0.1
 
 
-def train_batch(X, y, device_params, devices, lr, net=lenet,
-                loss=cross_entropy, algorithm=allreduce, bucket=False,
-                split=split_batch, accumulate=1):
+def train_batch(
+    X,
+    y,
+    device_params,
+    devices,
+    lr,
+    net=lenet,
+    loss=cross_entropy,
+    algorithm=allreduce,
+    bucket=False,
+    split=split_batch,
+    accumulate=1,
+):
     """Take one data-parallel minibatch SGD step on all devices.
 
     Taught in the chapter "train_batch". Each device computes the loss
@@ -85,13 +101,18 @@ def train_batch(X, y, device_params, devices, lr, net=lenet,
     grads = [[p.grad for p in params] for params in device_params]
     losses, corrects, sums = [], [], None
     for X_micro, y_micro in micro_batches(X, y, accumulate):
-        X_shards, y_shards = check_split(split(X_micro, y_micro, devices),
-                                         X_micro.shape[0], devices)
+        X_shards, y_shards = check_split(
+            split(X_micro, y_micro, devices), X_micro.shape[0], devices
+        )
         with autograd.record():  # loss is computed separately on each device
-            outs = [net(X_shard, params) for X_shard, params in zip(
-                X_shards, device_params)]
-            ls = [loss(out, y_shard).sum()
-                  for out, y_shard in zip(outs, y_shards)]
+            outs = [
+                net(X_shard, params)
+                for X_shard, params in zip(X_shards, device_params)
+            ]
+            ls = [
+                loss(out, y_shard).sum()
+                for out, y_shard in zip(outs, y_shards)
+            ]
         for l in ls:  # backpropagation is performed separately on each device
             l.backward()
         if accumulate > 1:  # backward overwrites .grad: keep a running sum
@@ -117,7 +138,7 @@ def micro_batches(X, y, m):
     """``m`` contiguous micro-batches of ``X, y`` (sizes differ by 1)."""
     start = 0
     for size in shard_sizes(X.shape[0], m):
-        yield X[start:start + size], y[start:start + size]
+        yield X[start : start + size], y[start : start + size]
         start += size
 
 
@@ -140,14 +161,29 @@ def copy_gradients(sums, grads):
 
 def count_correct(outs, y_shards):
     """Per shard, how many argmax predictions equal the labels (lazy)."""
-    return [(out.argmax(axis=1).astype(y.dtype) == y).sum()
-            for out, y in zip(outs, y_shards)]
+    return [
+        (out.argmax(axis=1).astype(y.dtype) == y).sum()
+        for out, y in zip(outs, y_shards)
+    ]
 
 
-def train(num_gpus=1, batch_size=256, lr=0.2, num_epochs=10, *,
-          devices=None, data=None, plot=True, verbose=True, seed=0,
-          init_scale=INIT_SCALE, algorithm=allreduce, split=split_batch,
-          accumulate=1, bucket=False):
+def train(
+    num_gpus=1,
+    batch_size=256,
+    lr=0.2,
+    num_epochs=10,
+    *,
+    devices=None,
+    data=None,
+    plot=True,
+    verbose=True,
+    seed=0,
+    init_scale=INIT_SCALE,
+    algorithm=allreduce,
+    split=split_batch,
+    accumulate=1,
+    bucket=False,
+):
     """Train LeNet on Fashion-MNIST with data parallelism.
 
     Taught in the chapter on training with 1 then 2 devices. Every step
@@ -213,9 +249,12 @@ def train(num_gpus=1, batch_size=256, lr=0.2, num_epochs=10, *,
     >>> result = dp.train(num_gpus=2, num_epochs=1, plot=False)
     >>> result.train_loss, result.test_acc  # doctest: +SKIP
     """
-    for name, value in (('num_gpus', num_gpus), ('batch_size', batch_size),
-                        ('num_epochs', num_epochs),
-                        ('accumulate', accumulate)):
+    for name, value in (
+        ('num_gpus', num_gpus),
+        ('batch_size', batch_size),
+        ('num_epochs', num_epochs),
+        ('accumulate', accumulate),
+    ):
         check_positive(name, value, 'train', integer=True)
     check_positive('lr', lr, 'train')
     check_positive('init_scale', init_scale, 'train')
@@ -227,14 +266,30 @@ def train(num_gpus=1, batch_size=256, lr=0.2, num_epochs=10, *,
     device_params = [get_params(params, d) for d in devices]
 
     def step(X, y):
-        return train_batch(X, y, device_params, devices, lr,
-                           algorithm=algorithm, bucket=bucket, split=split,
-                           accumulate=accumulate)
+        return train_batch(
+            X,
+            y,
+            device_params,
+            devices,
+            lr,
+            algorithm=algorithm,
+            bucket=bucket,
+            split=split,
+            accumulate=accumulate,
+        )
 
     def evaluate():
         return evaluate_accuracy(device_params[0], test_iter, devices[0])
 
-    result = TrainResult([], [], list(devices),
-                         None if data else batch_size, lr)
-    return run_epochs(step, train_iter, evaluate, num_epochs, result,
-                      plot=plot, verbose=verbose)
+    result = TrainResult(
+        [], [], list(devices), None if data else batch_size, lr
+    )
+    return run_epochs(
+        step,
+        train_iter,
+        evaluate,
+        num_epochs,
+        result,
+        plot=plot,
+        verbose=verbose,
+    )

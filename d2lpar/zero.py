@@ -11,6 +11,7 @@ by ``k``.
 All parameters are treated as one flat vector, cut into ``k`` contiguous
 chunks (sizes from :func:`d2lpar.shard_sizes`), as the schedules do.
 """
+
 from mxnet import np
 
 from .checks import check_devices
@@ -77,7 +78,7 @@ def unpack(buffer, arrays):
     """
     flat, start = buffer.as_nd_ndarray(), 0
     for a in arrays:
-        flat[start:start + a.size].copyto(a.as_nd_ndarray().reshape((-1,)))
+        flat[start : start + a.size].copyto(a.as_nd_ndarray().reshape((-1,)))
         start += a.size
 
 
@@ -114,8 +115,16 @@ def init_zero_states(optimizer, device_params):
     return states
 
 
-def train_batch_zero(X, y, device_params, zero_states, devices, optimizer,
-                     net=lenet, loss=cross_entropy):
+def train_batch_zero(
+    X,
+    y,
+    device_params,
+    zero_states,
+    devices,
+    optimizer,
+    net=lenet,
+    loss=cross_entropy,
+):
     """One data-parallel step with the optimizer state sharded (ZeRO-1).
 
     Taught in the chapter on sharding the optimizer state. Backward on
@@ -147,10 +156,12 @@ def train_batch_zero(X, y, device_params, zero_states, devices, optimizer,
     check_devices(devices, 'train_batch_zero')
     k = len(devices)
     if not len(device_params) == len(zero_states) == k:
-        raise ValueError(f'train_batch_zero: {len(device_params)} '
-                         f'replicas, {len(zero_states)} states and {k} '
-                         f'devices; make one of each per device '
-                         f'(init_zero_states(optimizer, device_params))')
+        raise ValueError(
+            f'train_batch_zero: {len(device_params)} '
+            f'replicas, {len(zero_states)} states and {k} '
+            f'devices; make one of each per device '
+            f'(init_zero_states(optimizer, device_params))'
+        )
     X_shards, y_shards = split_batch(X, y, devices)
     grads = compute_grads(X_shards, y_shards, device_params, net, loss)
     grad_bufs = [pack(g) for g in grads]  # (n,) on each device
@@ -161,8 +172,9 @@ def train_batch_zero(X, y, device_params, zero_states, devices, optimizer,
         if bounds[j][0] == bounds[j][1]:
             continue  # fewer elements than devices: nothing to own
         g = _chunk(grad_bufs[j], bounds[j]) / X.shape[0]
-        optimizer.update(_chunk(param_bufs[j], bounds[j]), g,
-                         zero_states[j][0])
+        optimizer.update(
+            _chunk(param_bufs[j], bounds[j]), g, zero_states[j][0]
+        )
     run_schedule(param_bufs, all_gather_schedule(k))
     for params, buffer in zip(device_params, param_bufs):
         unpack(buffer, params)

@@ -12,6 +12,7 @@ a glue role becomes the glued name in code font (the cell that computes
 it prints the value), an admonition a bold title, a role its text.
 Called by scripts/build-book.sh and tests/test_install_notebooks.py.
 """
+
 import re
 import sys
 
@@ -20,16 +21,20 @@ import nbformat
 
 LITERALINCLUDE = re.compile(
     r'^(`{3,})\{literalinclude\}[ \t]+(?P<path>\S+)[ \t]*\n'
-    r'(?P<options>(?:[ \t]*:[\w-]+:.*\n)*)\1[ \t]*$', re.M)
+    r'(?P<options>(?:[ \t]*:[\w-]+:.*\n)*)\1[ \t]*$',
+    re.M,
+)
 GLUE = re.compile(r'\{glue(?::\w+)?\}`([^`]+)`')
 ROLE = re.compile(r'\{(?:doc|ref|numref|term|download|eq)\}`([^`]+)`')
 FENCE_OPEN = re.compile(r'^(`{3,}|:{3,})\{([\w-]+)\}[ \t]*(.*)$')
 OPTION = re.compile(r'^[ \t]*:[\w-]+:.*$')
-NOTE = ('This notebook was made from a chapter of the book "Data '
-        'parallelism, really" to run in plain Jupyter with '
-        '`pip install "d2lpar[cpu,notebook]"`. Where the book shows a '
-        'number computed by a cell, this text shows its name in code '
-        'font; run the cells top to bottom to see the values.')
+NOTE = (
+    'This notebook was made from a chapter of the book "Data '
+    'parallelism, really" to run in plain Jupyter with '
+    '`pip install "d2lpar[cpu,notebook]"`. Where the book shows a '
+    'number computed by a cell, this text shows its name in code '
+    'font; run the cells top to bottom to see the values.'
+)
 
 
 def source_cell(path, options):
@@ -38,11 +43,13 @@ def source_cell(path, options):
     module = 'd2lpar.' + module.replace('/', '.').removesuffix('.__init__')
     match = re.search(r':pyobject:[ \t]*(\S+)', options)
     target = f'{module}.{match.group(1)}' if match else module
-    code = (f'# The library code this chapter explains ({target})\n'
-            f'import inspect\n'
-            f'import {module}\n'
-            f'from IPython.display import Code\n'
-            f'Code(inspect.getsource({target}), language="python")')
+    code = (
+        f'# The library code this chapter explains ({target})\n'
+        f'import inspect\n'
+        f'import {module}\n'
+        f'from IPython.display import Code\n'
+        f'Code(inspect.getsource({target}), language="python")'
+    )
     return nbformat.v4.new_code_cell(code, metadata={'tags': ['source']})
 
 
@@ -74,9 +81,10 @@ def split_markdown(cell):
     """A markdown cell as markdown and source cells, in page order."""
     cells, start, text = [], 0, cell.source
     for match in LITERALINCLUDE.finditer(text):
-        cells.append(nbformat.v4.new_markdown_cell(text[start:match.start()]))
-        cells.append(source_cell(match.group('path'),
-                                 match.group('options')))
+        cells.append(
+            nbformat.v4.new_markdown_cell(text[start : match.start()])
+        )
+        cells.append(source_cell(match.group('path'), match.group('options')))
         start = match.end()
     cells.append(nbformat.v4.new_markdown_cell(text[start:]))
     for c in cells:
@@ -90,10 +98,12 @@ def convert(md_path):
     nb = jupytext.read(md_path)
     cells = []
     for cell in nb.cells:
-        cells += split_markdown(cell) if cell.cell_type == 'markdown' \
-            else [cell]
-    title = next((i for i, c in enumerate(cells)
-                  if c.cell_type == 'markdown'), -1)
+        cells += (
+            split_markdown(cell) if cell.cell_type == 'markdown' else [cell]
+        )
+    title = next(
+        (i for i, c in enumerate(cells) if c.cell_type == 'markdown'), -1
+    )
     cells.insert(title + 1, nbformat.v4.new_markdown_cell(f'*{NOTE}*'))
     nb.cells = cells
     nb.metadata.pop('jupytext', None)  # a plain notebook, not a pair

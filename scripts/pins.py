@@ -3,6 +3,7 @@
 Usage: python scripts/pins.py > requirements.txt
 tests/test_install.py fails when the two disagree.
 """
+
 import pathlib
 import tomllib
 
@@ -29,8 +30,9 @@ def render():
     """The text requirements.txt must hold."""
     meta = project()
     groups = [('d2lpar', meta['dependencies'])]
-    groups += [(f'd2lpar[{e}]', meta['optional-dependencies'][e])
-               for e in EXTRAS]
+    groups += [
+        (f'd2lpar[{e}]', meta['optional-dependencies'][e]) for e in EXTRAS
+    ]
     lines = [HEADER]
     for name, pins in groups:
         lines.append(f'# {name}')

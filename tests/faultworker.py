@@ -5,6 +5,7 @@
 its training step ``STEP`` (counted from 0 over all epochs), after every
 earlier step and checkpoint. Used by ``test_dist_faults.py``.
 """
+
 import sys
 
 from d2lpar.cli import main

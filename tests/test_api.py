@@ -1,6 +1,7 @@
 """The API page's promise: every name it documents is reached from
 ``import d2lpar as dp`` by attributes alone (``dp.dist.launch.launch``),
 with no submodule import of its own."""
+
 import os
 import re
 import subprocess
@@ -24,18 +25,24 @@ def test_every_documented_name_is_reached_from_dp():
     """In a fresh interpreter that imports only d2lpar, each documented
     dotted name resolves attribute by attribute."""
     names = documented_names()
-    script = ('import sys, d2lpar as dp\n'
-              'missing = []\n'
-              'for name in sys.argv[1:]:\n'
-              '    obj = dp\n'
-              '    try:\n'
-              '        for part in name.split(".")[1:]:\n'
-              '            obj = getattr(obj, part)\n'
-              '    except AttributeError:\n'
-              '        missing.append(name)\n'
-              'print("\\n".join(missing))\n')
-    run = subprocess.run([sys.executable, '-c', script, *names],
-                         capture_output=True, text=True, timeout=300,
-                         cwd=ROOT)
+    script = (
+        'import sys, d2lpar as dp\n'
+        'missing = []\n'
+        'for name in sys.argv[1:]:\n'
+        '    obj = dp\n'
+        '    try:\n'
+        '        for part in name.split(".")[1:]:\n'
+        '            obj = getattr(obj, part)\n'
+        '    except AttributeError:\n'
+        '        missing.append(name)\n'
+        'print("\\n".join(missing))\n'
+    )
+    run = subprocess.run(
+        [sys.executable, '-c', script, *names],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == []

@@ -1,5 +1,6 @@
 """d2lpar.averaging: parameter averaging after one local step is the
 gradient-averaging step; local SGD communicates once per H steps."""
+
 import mxnet as mx
 import numpy as onp
 import pytest
@@ -19,11 +20,14 @@ def replicas(k, seed=1):
     return devices, [dp.get_params(start, d) for d in devices]
 
 
-@pytest.mark.parametrize('k, sizes, weighted', [
-    (2, (12, 8, 10), False),   # equal shards: a plain mean is enough
-    (3, (12, 11, 7), True),    # uneven shards need shard-size weights
-    (4, (12, 13, 9), True),
-])
+@pytest.mark.parametrize(
+    'k, sizes, weighted',
+    [
+        (2, (12, 8, 10), False),  # equal shards: a plain mean is enough
+        (3, (12, 11, 7), True),  # uneven shards need shard-size weights
+        (4, (12, 13, 9), True),
+    ],
+)
 def test_parameter_averaging_equals_gradient_averaging(k, sizes, weighted):
     """Local SGD steps each followed by parameter averaging (weighted by
     shard size when shards differ) equal train_batch's gradient steps
@@ -51,8 +55,10 @@ def test_unweighted_average_of_uneven_shards_differs():
     averaging.local_sgd_step(X, y, averaged, devices, LR)
     averaging.average_params(averaged)
     dp.train_batch(X, y, reference, devices, LR)
-    gap = max(onp.abs(p.asnumpy() - q.asnumpy()).max()
-              for p, q in zip(averaged[0], reference[0]))
+    gap = max(
+        onp.abs(p.asnumpy() - q.asnumpy()).max()
+        for p, q in zip(averaged[0], reference[0])
+    )
     assert gap > 1e-4
 
 
@@ -61,8 +67,10 @@ def test_local_steps_let_replicas_drift():
     X, y = make_batches(sizes=(12,))[0]
     devices, device_params = replicas(2)
     averaging.local_sgd_step(X, y, device_params, devices, LR)
-    gap = max(onp.abs(p.asnumpy() - q.asnumpy()).max()
-              for p, q in zip(*device_params))
+    gap = max(
+        onp.abs(p.asnumpy() - q.asnumpy()).max()
+        for p, q in zip(*device_params)
+    )
     assert gap > 1e-4
 
 
@@ -70,10 +78,14 @@ def test_average_of_replicas_is_their_mean():
     """average_params with default weights leaves every replica holding
     the elementwise mean of the replicas (rtol 1e-6)."""
     devices = [mx.cpu(i) for i in range(3)]
-    device_params = [dp.get_params(dp.init_lenet_params(seed=s, scale=0.1),
-                                   d) for s, d in enumerate(devices)]
-    want = [onp.mean([r[i].asnumpy() for r in device_params], axis=0)
-            for i in range(8)]
+    device_params = [
+        dp.get_params(dp.init_lenet_params(seed=s, scale=0.1), d)
+        for s, d in enumerate(devices)
+    ]
+    want = [
+        onp.mean([r[i].asnumpy() for r in device_params], axis=0)
+        for i in range(8)
+    ]
     averaging.average_params(device_params)
     for replica in device_params:
         for p, w in zip(replica, want):

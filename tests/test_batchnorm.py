@@ -1,5 +1,6 @@
 """d2lpar.batchnorm: synchronised BatchNorm equals the one-device step on
 the whole batch; local BatchNorm does not, and its statistics drift."""
+
 import mxnet as mx
 import numpy as onp
 import pytest
@@ -16,10 +17,13 @@ def run(k, sync, batches, seed=0):
     params, stats = bn.init_bn_mlp(seed)
     device_params, device_stats = bn.replicate_bn(params, stats, devices)
     for X, y in batches:
-        bn.train_batch_bn(X, y, device_params, device_stats, devices, LR,
-                          sync=sync)
-    return ([[p.asnumpy() for p in ps] for ps in device_params],
-            [[s.asnumpy() for s in ss] for ss in device_stats])
+        bn.train_batch_bn(
+            X, y, device_params, device_stats, devices, LR, sync=sync
+        )
+    return (
+        [[p.asnumpy() for p in ps] for ps in device_params],
+        [[s.asnumpy() for s in ss] for ss in device_stats],
+    )
 
 
 def largest_gap(a, b):

@@ -1,4 +1,5 @@
 """d2lpar.bench.allreduce: rows are complete and consistent."""
+
 import csv
 import json
 
@@ -17,15 +18,17 @@ def test_every_algorithm_and_both_baselines_measured(rows):
     """One row per (k, size, algorithm), both baselines included, with
     bandwidth = bytes / seconds and the ratio to the copy's time."""
     names = list(ab.BASELINES) + list(ab.ALGORITHMS)
-    assert [(r['bytes'], r['algorithm']) for r in rows] == \
-        [(b, n) for b in (4096, 65536) for n in names]
+    assert [(r['bytes'], r['algorithm']) for r in rows] == [
+        (b, n) for b in (4096, 65536) for n in names
+    ]
     for r in rows:
-        assert r['gb_per_s'] == pytest.approx(r['bytes'] / r['seconds']
-                                              / 1e9)
-        copy = next(x for x in rows if x['bytes'] == r['bytes']
-                     and x['algorithm'] == 'copy')
-        assert r['vs_copy'] == pytest.approx(copy['seconds']
-                                             / r['seconds'])
+        assert r['gb_per_s'] == pytest.approx(r['bytes'] / r['seconds'] / 1e9)
+        copy = next(
+            x
+            for x in rows
+            if x['bytes'] == r['bytes'] and x['algorithm'] == 'copy'
+        )
+        assert r['vs_copy'] == pytest.approx(copy['seconds'] / r['seconds'])
 
 
 def test_save_json_and_csv(rows, tmp_path):
@@ -40,16 +43,21 @@ def test_save_json_and_csv(rows, tmp_path):
 def test_plot_bandwidth_one_line_per_algorithm_and_a_legend_per_panel():
     """Every panel of the bandwidth figure has both baselines and every
     algorithm, each in its own style, and a legend naming them all."""
-    rows = [dict(devices=k, bytes=b, algorithm=name, gb_per_s=1.0)
-            for k in (2, 4) for b in (4096, 65536)
-            for name in list(ab.BASELINES) + list(ab.ALGORITHMS)]
+    rows = [
+        dict(devices=k, bytes=b, algorithm=name, gb_per_s=1.0)
+        for k in (2, 4)
+        for b in (4096, 65536)
+        for name in list(ab.BASELINES) + list(ab.ALGORITHMS)
+    ]
     fig = figures.plot_bandwidth(rows)
     names = list(ab.BASELINES) + list(ab.ALGORITHMS)
     for ax in fig.axes:
         assert [line.get_label() for line in ax.lines] == names
         assert [t.get_text() for t in ax.get_legend().get_texts()] == names
-        styles = {(line.get_color(), line.get_linestyle(),
-                   line.get_marker()) for line in ax.lines}
+        styles = {
+            (line.get_color(), line.get_linestyle(), line.get_marker())
+            for line in ax.lines
+        }
         assert len(styles) == len(names)
 
 
@@ -60,6 +68,7 @@ def test_floor_does_the_work_of_an_allreduce(monkeypatch):
 
     import mxnet as mx
     from mxnet import np
+
     received, added = collections.Counter(), collections.Counter()
     copyto, iadd = np.ndarray.copyto, np.ndarray.__iadd__
 
@@ -70,10 +79,12 @@ def test_floor_does_the_work_of_an_allreduce(monkeypatch):
     def counted_iadd(acc, other):
         added[acc.ctx, other.size] += 1
         return iadd(acc, other)
+
     monkeypatch.setattr(np.ndarray, 'copyto', counted_copyto)
     monkeypatch.setattr(np.ndarray, '__iadd__', counted_iadd)
-    monkeypatch.setattr(ab, 'median_seconds',
-                        lambda fn, repeats, warmup: fn() or 1.0)
+    monkeypatch.setattr(
+        ab, 'median_seconds', lambda fn, repeats, warmup: fn() or 1.0
+    )
     devices = [mx.cpu(i) for i in range(3)]
     assert ab.time_floor(devices, 4 * 3 * 5) == 1.0
     assert received == {(d, 5): 4 for d in devices}
@@ -86,13 +97,18 @@ def test_lenet_sync_calls_once_per_parameter_or_once(monkeypatch):
     import mxnet as mx
 
     import d2lpar as dp
-    monkeypatch.setattr(ab, 'median_seconds',
-                        lambda fn, repeats, warmup: fn() or 1.0)
+
+    monkeypatch.setattr(
+        ab, 'median_seconds', lambda fn, repeats, warmup: fn() or 1.0
+    )
     sizes = [p.size for p in dp.init_lenet_params()]
     for bucket, want in ((False, sizes), (True, [sum(sizes)])):
         calls = []
-        ab.time_lenet_sync(lambda data, calls=calls: calls.append(
-            data[0].size), [mx.cpu(0), mx.cpu(1)], bucket)
+        ab.time_lenet_sync(
+            lambda data, calls=calls: calls.append(data[0].size),
+            [mx.cpu(0), mx.cpu(1)],
+            bucket,
+        )
         assert calls == want
 
 
@@ -100,8 +116,9 @@ def test_ring_trace_figure():
     """k=4: a start panel, 3 reduce-scatter and 3 all-gather panels."""
     fig = figures.draw_ring_trace(4)
     titles = [ax.get_title() for ax in fig.axes]
-    assert titles == ['start'] + [f'reduce-scatter {i}' for i in (1, 2, 3)] \
-        + [f'all-gather {i}' for i in (1, 2, 3)]
+    assert titles == ['start'] + [f'reduce-scatter {i}' for i in (1, 2, 3)] + [
+        f'all-gather {i}' for i in (1, 2, 3)
+    ]
 
 
 def test_bench_devices_falls_back_to_cpu_contexts(monkeypatch):
@@ -110,8 +127,8 @@ def test_bench_devices_falls_back_to_cpu_contexts(monkeypatch):
     import mxnet as mx
 
     def one_gpu(n):
-        raise ValueError(f'devices: asked for {n} GPUs but MXNet sees '
-                         f'only 1')
+        raise ValueError(f'devices: asked for {n} GPUs but MXNet sees only 1')
+
     monkeypatch.setattr(ab, 'default_devices', one_gpu)
     devices, note = ab.bench_devices(2)
     assert devices == [mx.cpu(0), mx.cpu(1)]
@@ -126,31 +143,42 @@ def test_every_benchmarked_algorithm_sums():
     import mxnet as mx
     import numpy as onp
     from mxnet import np
+
     inputs = [onp.arange(7.0) * (i + 1) for i in range(3)]
     for name, algorithm in ab.ALGORITHMS.items():
         data = [np.array(x, ctx=mx.cpu(i)) for i, x in enumerate(inputs)]
         algorithm(data)
         for a in data:
-            onp.testing.assert_allclose(a.asnumpy(), sum(inputs),
-                                        err_msg=name)
+            onp.testing.assert_allclose(a.asnumpy(), sum(inputs), err_msg=name)
 
 
 def _rows(k, nbytes, seconds):
-    return [dict(devices=k, bytes=nbytes, algorithm=name, seconds=s)
-            for name, s in seconds.items()]
+    return [
+        dict(devices=k, bytes=nbytes, algorithm=name, seconds=s)
+        for name, s in seconds.items()
+    ]
 
 
 def test_targets_verdicts_and_reasons():
     """Targets are judged on the faster of sharded/ring, only from 16 MB
     up; the speed-up over the naive one is split into two factors whose
     product is the whole; the copy line names the floor's ratio."""
-    times = {'copy': 1.0, 'copy+add floor': 2.0, 'naive': 12.0,
-             'naive (reused)': 6.0, 'sharded': 3.0, 'ring': 2.5,
-             'doubling': 3.5, 'kvstore device': 2.0, 'kvstore local': 4.0}
-    rows = (_rows(2, 1 << 20, times) + _rows(2, 64 << 20, times))
+    times = {
+        'copy': 1.0,
+        'copy+add floor': 2.0,
+        'naive': 12.0,
+        'naive (reused)': 6.0,
+        'sharded': 3.0,
+        'ring': 2.5,
+        'doubling': 3.5,
+        'kvstore device': 2.0,
+        'kvstore local': 4.0,
+    }
+    rows = _rows(2, 1 << 20, times) + _rows(2, 64 << 20, times)
     lines = ab.targets(rows)
-    assert len(lines) == 3 and all(l.startswith('k=2 64 MB: ring ')
-                                   for l in lines)
+    assert len(lines) == 3 and all(
+        l.startswith('k=2 64 MB: ring ') for l in lines
+    )
     copy, naive, kv = lines
     assert '0.40x vs copy' in copy and copy.endswith('missed')
     assert '(the floor itself reached 0.50x)' in copy

@@ -1,4 +1,5 @@
 """d2lpar.bench.step: the step benchmark measures and reports honestly."""
+
 import os
 import subprocess
 import sys
@@ -13,9 +14,9 @@ def test_fresh_process_sees_the_variable_and_parent_keeps_its_own():
     """The child starts with the variable asked for (MXNet reads it once,
     at start), and the parent's environment is left as it was."""
     before = os.environ.get('MXNET_CPU_TEMP_COPY')
-    seen = bench._in_fresh_process({'MXNET_CPU_TEMP_COPY': '7'},
-                                   os.getenv, ('MXNET_CPU_TEMP_COPY',),
-                                   120)
+    seen = bench._in_fresh_process(
+        {'MXNET_CPU_TEMP_COPY': '7'}, os.getenv, ('MXNET_CPU_TEMP_COPY',), 120
+    )
     assert seen == '7'
     assert os.environ.get('MXNET_CPU_TEMP_COPY') == before
 
@@ -23,19 +24,24 @@ def test_fresh_process_sees_the_variable_and_parent_keeps_its_own():
 def test_compare_steps_one_row_per_pool_and_device_count():
     """Rows come back for exactly the pools and device counts asked for,
     with the step time the child measured."""
-    rows = bench.compare_steps((1, 2), ('4',), batch_size=8, repeats=1,
-                                rounds=1)
+    rows = bench.compare_steps(
+        (1, 2), ('4',), batch_size=8, repeats=1, rounds=1
+    )
     assert sorted((r['devices'], r['temp_copy']) for r in rows) == [
-        (1, '4'), (2, '4')]
+        (1, '4'),
+        (2, '4'),
+    ]
     assert all(isinstance(r['sec_per_step'], float) for r in rows)
 
 
 def test_format_steps_speedups():
     """Speed-ups are computed against 1 device with the same pool."""
-    rows = [dict(devices=1, temp_copy='4', sec_per_step=0.1),
-            dict(devices=2, temp_copy='4', sec_per_step=0.2),
-            dict(devices=1, temp_copy='64', sec_per_step=0.1),
-            dict(devices=2, temp_copy='64', sec_per_step=0.05)]
+    rows = [
+        dict(devices=1, temp_copy='4', sec_per_step=0.1),
+        dict(devices=2, temp_copy='4', sec_per_step=0.2),
+        dict(devices=1, temp_copy='64', sec_per_step=0.1),
+        dict(devices=2, temp_copy='64', sec_per_step=0.05),
+    ]
     lines = bench.format_steps(rows).splitlines()
     assert lines[2].split()[-1] == '0.50x'
     assert lines[4].split()[-1] == '2.00x'
@@ -45,14 +51,21 @@ def test_format_steps_speedups():
 def test_import_sets_temp_copy_unless_user_did(preset, expected):
     """Importing d2lpar enlarges MXNet's CPU scratch pool so CPU contexts
     can run side by side, but never overrides a value the user set."""
-    env = {k: v for k, v in os.environ.items()
-           if k != 'MXNET_CPU_TEMP_COPY'}
+    env = {k: v for k, v in os.environ.items() if k != 'MXNET_CPU_TEMP_COPY'}
     if preset:
         env['MXNET_CPU_TEMP_COPY'] = preset
     out = subprocess.run(
-        [sys.executable, '-c', 'import os, d2lpar; '
-         'print(os.environ["MXNET_CPU_TEMP_COPY"])'],
-        env=env, capture_output=True, text=True, timeout=120, check=True)
+        [
+            sys.executable,
+            '-c',
+            'import os, d2lpar; print(os.environ["MXNET_CPU_TEMP_COPY"])',
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     assert out.stdout.strip() == expected
 
 
@@ -61,15 +74,35 @@ def test_allreduce_command_prints_table_and_targets(tmp_path, capsys):
     then a verdict per target for sizes from 16 MB, and writes the
     rows where --out says."""
     import json
+
     out = tmp_path / 'rows.json'
-    assert main(['bench', 'allreduce', '--devices', '2', '--sizes-mb', '16',
-                 '--repeats', '1', '--out', str(out)]) == 0
+    assert (
+        main(
+            [
+                'bench',
+                'allreduce',
+                '--devices',
+                '2',
+                '--sizes-mb',
+                '16',
+                '--repeats',
+                '1',
+                '--out',
+                str(out),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out.splitlines()
-    verdicts = printed[printed.index('targets (sizes of 16 MB and more):')
-                       + 1:]
+    verdicts = printed[
+        printed.index('targets (sizes of 16 MB and more):') + 1 :
+    ]
     assert len(verdicts) == 3
-    assert all(v.startswith('k=2 16 MB: ') and
-               v.endswith((': met', ': missed')) for v in verdicts)
+    assert all(
+        v.startswith('k=2 16 MB: ') and v.endswith((': met', ': missed'))
+        for v in verdicts
+    )
     from d2lpar.bench import allreduce as ab
+
     rows_per_size = len(ab.BASELINES) + len(ab.ALGORITHMS)
     assert len(json.load(open(out))) == rows_per_size

@@ -1,4 +1,5 @@
 """d2lpar.bench.timing: the one timing loop of the benchmarks."""
+
 import pytest
 
 from d2lpar.bench import timing
@@ -29,6 +30,7 @@ def test_interleaved_keeps_each_functions_best_round(monkeypatch):
     def fake(fn, repeats, warmup):
         seen.append(fn())
         return next(rounds[seen[-1]])
+
     monkeypatch.setattr(timing, 'median_seconds', fake)
     best = timing.interleaved({'a': lambda: 'a', 'b': lambda: 'b'}, 3)
     assert best == {'a': 1.0, 'b': 4.0}

@@ -1,4 +1,5 @@
 """d2lpar.book: full vs quick builds, glued text."""
+
 import pytest
 
 import d2lpar as dp
@@ -28,10 +29,15 @@ def test_glue_text_glues_markdown(monkeypatch):
     the formatted value (no repr quotes) and returns that text."""
     import myst_nb
     from IPython.display import Markdown
+
     seen = {}
-    monkeypatch.setattr(myst_nb, 'glue',
-                        lambda name, obj, display: seen.update(
-                            name=name, obj=obj, display=display))
+    monkeypatch.setattr(
+        myst_nb,
+        'glue',
+        lambda name, obj, display: seen.update(
+            name=name, obj=obj, display=display
+        ),
+    )
     assert dp.glue_text('acc', f'{0.8512:.2f}') == '0.85'
     assert seen['name'] == 'acc' and seen['display'] is False
     assert isinstance(seen['obj'], Markdown) and seen['obj'].data == '0.85'
@@ -41,6 +47,7 @@ def test_glue_text_prints_without_myst_nb(monkeypatch, capsys):
     """In plain Jupyter (no myst-nb) glue_text does not fail: it prints
     the value under its key and still returns the text."""
     import sys
+
     monkeypatch.setitem(sys.modules, 'myst_nb', None)  # import fails
     assert dp.glue_text('acc', f'{0.8512:.2f}') == '0.85'
     assert capsys.readouterr().out == 'acc: 0.85\n'
@@ -52,6 +59,7 @@ def test_show_source_drops_the_docstring_keeps_the_body():
     import inspect
 
     from IPython.display import Code
+
     shown = dp.show_source(dp.split_batch)
     assert isinstance(shown, Code)
     assert shown.data.startswith('def split_batch(X, y, devices):')
@@ -73,8 +81,10 @@ def test_show_source_handles_classes_and_methods():
 
 def test_strip_docstrings_keeps_a_docstring_only_body_valid():
     """A function whose body was only a docstring becomes `...`."""
-    assert dp.book.strip_docstrings('def f():\n    "Doc."\n') == \
-        'def f():\n    ...'
+    assert (
+        dp.book.strip_docstrings('def f():\n    "Doc."\n')
+        == 'def f():\n    ...'
+    )
 
 
 def test_show_source_rejects_objects_without_source():

@@ -4,18 +4,18 @@ Builds a one-chapter book with the project's own _config.yml, first
 clean (it must pass, so the failure below has no other cause), then with
 a chapter whose cell raises (it must fail).
 """
+
 import os
 import shutil
 import subprocess
 import sys
 
 import pytest
-
 from test_book_sources import ROOT
 
 pytestmark = pytest.mark.slow
 
-CHAPTER = '''---
+CHAPTER = """---
 jupytext:
   text_representation:
     extension: .md
@@ -34,7 +34,7 @@ import d2lpar as dp
 print(dp.shard_sizes(10, 3))
 {planted}
 ```
-'''
+"""
 
 
 def build(tmp_path, planted):
@@ -46,12 +46,14 @@ def build(tmp_path, planted):
     if not (book / '.mathjax').exists():
         os.symlink(os.path.join(ROOT, '.mathjax'), book / '.mathjax')
     jb = os.path.join(os.path.dirname(sys.executable), 'jupyter-book')
-    subprocess.run([jb, 'clean', str(book)], capture_output=True,
-                   timeout=120)
+    subprocess.run([jb, 'clean', str(book)], capture_output=True, timeout=120)
     (book / '_build' / 'extra').mkdir(parents=True, exist_ok=True)
-    return subprocess.run([jb, 'build', str(book), '--all', '-W',
-                           '--keep-going'], capture_output=True, text=True,
-                          timeout=600)
+    return subprocess.run(
+        [jb, 'build', str(book), '--all', '-W', '--keep-going'],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_planted_error_fails_the_build(tmp_path):

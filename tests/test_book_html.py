@@ -4,23 +4,30 @@ Checks what a reader sees: the training chapter's figures, its glued
 numbers, no error output, formulas typeset offline by the MathJax the
 build installed. A screenshot is kept in _build/screenshots/.
 """
+
 import os
 import re
 import shutil
 import subprocess
 
 import pytest
-
 from test_book_sources import CHAPTERS, ROOT
 
 pytestmark = pytest.mark.slow
 
 HTML = os.path.join(ROOT, '_build', 'html')
 SHOTS = os.path.join(ROOT, '_build', 'screenshots')
-FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic',
-         '--no-first-run', '--disable-background-networking',
-         '--disable-component-update', '--disable-sync',
-         '--virtual-time-budget=15000']
+FLAGS = [
+    '--headless',
+    '--no-sandbox',
+    '--disable-gpu',
+    '--disable-quic',
+    '--no-first-run',
+    '--disable-background-networking',
+    '--disable-component-update',
+    '--disable-sync',
+    '--virtual-time-budget=15000',
+]
 
 
 def chromium(page, *args, tmp_path):
@@ -30,8 +37,17 @@ def chromium(page, *args, tmp_path):
     exe = shutil.which('chromium')
     assert exe, 'chromium is not installed: run scripts/get-chromium.sh'
     run = subprocess.run(
-        [exe, *FLAGS, f'--user-data-dir={tmp_path / "profile"}', *args,
-         'file://' + path], capture_output=True, text=True, timeout=120)
+        [
+            exe,
+            *FLAGS,
+            f'--user-data-dir={tmp_path / "profile"}',
+            *args,
+            'file://' + path,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     return run.stdout
 
@@ -49,13 +65,20 @@ def test_training_page_as_a_reader_sees_it(tmp_path):
     # One side-by-side plot of both runs, not the same curves twice.
     assert len(images) == 1, images
     for src in images:
-        assert os.path.exists(os.path.normpath(
-            os.path.join(HTML, 'book', src))), src
+        assert os.path.exists(
+            os.path.normpath(os.path.join(HTML, 'book', src))
+        ), src
     text = visible_text(dom)
-    assert re.search(r'reached a test accuracy of 0\.\d\d after \d+ '
-                     r'epochs', text)
-    assert re.search(r'An epoch took \d+\.\d seconds on one device and '
-                     r'\d+\.\d seconds on two', text)
+    assert re.search(
+        r'reached a test accuracy of 0\.\d\d after \d+ '
+        r'epochs',
+        text,
+    )
+    assert re.search(
+        r'An epoch took \d+\.\d seconds on one device and '
+        r'\d+\.\d seconds on two',
+        text,
+    )
     assert re.search(r'speed-up of \d+\.\d\dx', text)
     assert 'cpu(0) and cpu(1)' in text or 'gpu(0) and gpu(1)' in text
     assert 'Traceback (most recent call last)' not in text
@@ -63,8 +86,12 @@ def test_training_page_as_a_reader_sees_it(tmp_path):
     assert 'glue:' not in text
     os.makedirs(SHOTS, exist_ok=True)
     shot = os.path.join(SHOTS, 'training.png')
-    chromium('training.html', f'--screenshot={shot}',
-             '--window-size=1200,4000', tmp_path=tmp_path)
+    chromium(
+        'training.html',
+        f'--screenshot={shot}',
+        '--window-size=1200,4000',
+        tmp_path=tmp_path,
+    )
     assert os.path.getsize(shot) > 10000
 
 
@@ -72,8 +99,9 @@ def test_formulas_typeset_offline(tmp_path):
     """MathJax comes from the book itself (no CDN) and typesets the
     train_batch chapter's formula: no raw TeX is left on the page."""
     dom = chromium('train-batch.html', '--dump-dom', tmp_path=tmp_path)
-    scripts = re.findall(r'<script [^>]*src="([^"]*mathjax[^"]*)"', dom,
-                         flags=re.I)
+    scripts = re.findall(
+        r'<script [^>]*src="([^"]*mathjax[^"]*)"', dom, flags=re.I
+    )
     assert scripts and not any(s.startswith('http') for s in scripts)
     assert '<mjx-container' in dom
     assert r'\sum_{i \in B}' not in visible_text(dom)

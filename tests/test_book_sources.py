@@ -1,4 +1,5 @@
 """The chapters' sources keep the book's promises (fast, no execution)."""
+
 import os
 import re
 
@@ -6,10 +7,15 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BOOK = os.path.join(ROOT, 'book')
-CHAPTERS = sorted(f for f in os.listdir(BOOK) if f.endswith('.md')
-                  and '\nkernelspec:' in open(os.path.join(BOOK, f)).read())
-CELL = re.compile(r'^```\{code-cell\}[^\n]*\n(.*?)^```',
-                  re.DOTALL | re.MULTILINE)
+CHAPTERS = sorted(
+    f
+    for f in os.listdir(BOOK)
+    if f.endswith('.md')
+    and '\nkernelspec:' in open(os.path.join(BOOK, f)).read()
+)
+CELL = re.compile(
+    r'^```\{code-cell\}[^\n]*\n(.*?)^```', re.DOTALL | re.MULTILINE
+)
 
 
 def code_cells(name):
@@ -54,23 +60,28 @@ def test_literalincludes_name_real_objects(name):
     the page shows real library source."""
     text = open(os.path.join(BOOK, name)).read()
     for path, obj in re.findall(
-            r'```\{literalinclude\} (\S+)\n:pyobject: (\S+)', text):
+        r'```\{literalinclude\} (\S+)\n:pyobject: (\S+)', text
+    ):
         source = open(os.path.normpath(os.path.join(BOOK, path))).read()
         outer, _, method = obj.partition('.')  # Class.method is allowed
         match = re.search(rf'^(def|class) {outer}\b', source, re.MULTILINE)
         assert match, f'{name}: {outer} not in {path}'
         if method:
-            body = source[match.end():].partition('\n')[2]
+            body = source[match.end() :].partition('\n')[2]
             end = re.search(r'^\S', body, re.MULTILINE)  # the class ends here
-            body = body[:end.start()] if end else body
-            assert re.search(rf'^    def {method}\b', body, re.MULTILINE), \
+            body = body[: end.start()] if end else body
+            assert re.search(rf'^    def {method}\b', body, re.MULTILINE), (
                 f'{name}: {obj} not in {path}'
+            )
 
 
 # Every page of the book, notebooks or not, in any folder under book/.
-PAGES = sorted(os.path.relpath(os.path.join(d, f), BOOK)
-               for d, _, files in os.walk(BOOK) for f in files
-               if f.endswith('.md'))
+PAGES = sorted(
+    os.path.relpath(os.path.join(d, f), BOOK)
+    for d, _, files in os.walk(BOOK)
+    for f in files
+    if f.endswith('.md')
+)
 
 # Numbers the prose may type because they are true by construction, not
 # measured: LeNet's shapes and sizes, the data set, d2l's settings, the
@@ -78,24 +89,56 @@ PAGES = sorted(os.path.relpath(os.path.join(d, f), BOOK)
 # layers) are allowed too, and so is a quantity with its unit listed here
 # whole (a scenario's given '160 MB'). Anything else is glued from a cell.
 CONSTANTS = {
-    '28', '20', '50', '800', '128', '16', '64', '32', '256', '512',  # LeNet
-    '86', '85', '96', '60,000', '10,000', '70,000',      # data, shards
-    '0.2', '0.1', '0.05', '0.01', '0.001',               # lr, init scale
-    '1.9', '1.9.1', '3.11', '2017', '2012', '2014', '2015', '2018',
-    '1e-3', '1e-4',
-    '2019', '2020', '784', '25 MB',  # citations, 28*28 pixels, DDP's bucket
+    '28',
+    '20',
+    '50',
+    '800',
+    '128',
+    '16',
+    '64',
+    '32',
+    '256',
+    '512',  # LeNet
+    '86',
+    '85',
+    '96',
+    '60,000',
+    '10,000',
+    '70,000',  # data, shards
+    '0.2',
+    '0.1',
+    '0.05',
+    '0.01',
+    '0.001',  # lr, init scale
+    '1.9',
+    '1.9.1',
+    '3.11',
+    '2017',
+    '2012',
+    '2014',
+    '2015',
+    '2018',
+    '1e-3',
+    '1e-4',
+    '2019',
+    '2020',
+    '784',
+    '25 MB',  # citations, 28*28 pixels, DDP's bucket
 }
 # Typed in prose, these could only have been measured: a percentage, a
 # ratio "2.6x", a time or a size with its unit.
 MEASURED = re.compile(
     r'(?<![\w.\-])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)*)'
     r'(?:\s?(%|x\b|ms\b|s\b|sec\b|seconds\b|minutes\b|MB\b|GB\b|KB\b|'
-    r'MiB\b|GiB\b|images/s))?')
+    r'MiB\b|GiB\b|images/s))?'
+)
 # A verdict in the past tense reports a measurement.
 VERDICT = re.compile(
     r'\b(?:was|were|ran|came out|proved|got|became)\s+(?:\w+\s+)?'
     r'(?:faster|slower|quicker)\b|\b(?:helped|did not help|paid off|'
-    r'did not pay off|does not pay off|sped up|slowed down)\b', re.IGNORECASE)
+    r'did not pay off|does not pay off|sped up|slowed down)\b',
+    re.IGNORECASE,
+)
 
 
 def page_prose(page):
@@ -103,10 +146,16 @@ def page_prose(page):
     code, links' targets or directive options."""
     text = open(os.path.join(BOOK, page)).read()
     text = re.sub(r'\A---\n.*?\n---\n', '', text, flags=re.DOTALL)
-    text = re.sub(r'^(```+|~~~+)\{(?:code-cell|eval-rst|literalinclude)'
-                  r'.*?^\1', '', text, flags=re.DOTALL | re.MULTILINE)
-    text = re.sub(r'^```[^\n{]*\n.*?^```', '', text,
-                  flags=re.DOTALL | re.MULTILINE)
+    text = re.sub(
+        r'^(```+|~~~+)\{(?:code-cell|eval-rst|literalinclude)'
+        r'.*?^\1',
+        '',
+        text,
+        flags=re.DOTALL | re.MULTILINE,
+    )
+    text = re.sub(
+        r'^```[^\n{]*\n.*?^```', '', text, flags=re.DOTALL | re.MULTILINE
+    )
     text = re.sub(r'\$\$.*?\$\$|\$[^$]+?\$', ' ', text, flags=re.DOTALL)
     text = re.sub(r'\{[\w:-]+\}`[^`]*`', ' GLUED ', text)
     text = re.sub(r'`[^`]*`', ' ', text)
@@ -128,16 +177,19 @@ def typed_measurements(page):
     for sentence in sentences(page):
         for match in MEASURED.finditer(sentence):
             number, unit = match.groups()
-            if (match.group(0) in CONSTANTS  # e.g. a scenario's '160 MB'
-                    or re.match(r'\d+x\d|\d+(\.\d+){3}',
-                                sentence[match.start():])):
+            if (
+                match.group(0) in CONSTANTS  # e.g. a scenario's '160 MB'
+                or re.match(r'\d+x\d|\d+(\.\d+){3}', sentence[match.start() :])
+            ):
                 continue  # a shape such as 28x28, an address 127.0.0.1
-            if unit or (number not in CONSTANTS
-                        and not re.fullmatch(r'10|\d', number)):
+            if unit or (
+                number not in CONSTANTS and not re.fullmatch(r'10|\d', number)
+            ):
                 found.append((sentence, match.group(0)))
         if 'GLUED' not in sentence:
-            found += [(sentence, m.group(0))
-                      for m in VERDICT.finditer(sentence)]
+            found += [
+                (sentence, m.group(0)) for m in VERDICT.finditer(sentence)
+            ]
     return found
 
 
@@ -149,10 +201,17 @@ def test_no_measured_number_typed_in_prose(page):
     assert typed_measurements(page) == []
 
 
-@pytest.mark.parametrize('text', [
-    'a speed-up of 2.6x', 'it took 51 ms', 'at 87% of its tolerance',
-    'the busiest device moves 3 times less, 61,706 values',
-    'two devices were slower than one', 'bucketing did not pay off'])
+@pytest.mark.parametrize(
+    'text',
+    [
+        'a speed-up of 2.6x',
+        'it took 51 ms',
+        'at 87% of its tolerance',
+        'the busiest device moves 3 times less, 61,706 values',
+        'two devices were slower than one',
+        'bucketing did not pay off',
+    ],
+)
 def test_typed_measurement_is_caught(tmp_path, monkeypatch, text):
     """The scanner above can fail: each of these typed claims is found."""
     (tmp_path / 'page.md').write_text(f'# Page\n\nHere {text}.\n')
@@ -166,7 +225,8 @@ def test_constants_and_glue_pass(tmp_path, monkeypatch):
     (tmp_path / 'page.md').write_text(
         '# Page\n\nLeNet reads 28x28 images; 60,000 of them, batches of '
         '256, learning rate 0.2 on 2 devices. It ran faster: '
-        '{glue:md}`x`x. `t = 3.5 s` and $2(k-1)N/k$.\n')
+        '{glue:md}`x`x. `t = 3.5 s` and $2(k-1)N/k$.\n'
+    )
     monkeypatch.setattr('test_book_sources.BOOK', str(tmp_path))
     assert typed_measurements('page.md') == []
 
@@ -176,8 +236,10 @@ def test_every_glue_reference_is_glued(name):
     """Each {glue:md}`key` in the prose is glued by a code cell."""
     text = open(os.path.join(BOOK, name)).read()
     glued = set(re.findall(r"glue_text\(f?'([\w{}]+)'", text))
-    patterns = [re.compile('^' + re.sub(r'\{\w+\}', r'[\\w.]+', g) + '$')
-                for g in glued]
+    patterns = [
+        re.compile('^' + re.sub(r'\{\w+\}', r'[\\w.]+', g) + '$')
+        for g in glued
+    ]
     for key in re.findall(r'\{glue:md\}`([\w.]+)`', text):
         assert any(p.match(key) for p in patterns), key
 
@@ -195,12 +257,19 @@ def echoing_cells(text):
     for cell in CELL.findall(text):
         if 'remove-cell' in cell.partition('\n')[0]:
             continue
-        code = [line for line in cell.splitlines()
-                if line.strip() and not line.startswith(':tags:')]
-        starts = re.findall(r'^(?:dp\.glue_text\(|\S)', '\n'.join(code),
-                            re.MULTILINE)
-        if (starts and starts[-1].startswith('dp.glue_text(')
-                and not code[-1].rstrip().endswith(';')):
+        code = [
+            line
+            for line in cell.splitlines()
+            if line.strip() and not line.startswith(':tags:')
+        ]
+        starts = re.findall(
+            r'^(?:dp\.glue_text\(|\S)', '\n'.join(code), re.MULTILINE
+        )
+        if (
+            starts
+            and starts[-1].startswith('dp.glue_text(')
+            and not code[-1].rstrip().endswith(';')
+        ):
             found.append(code[-1])
     return found
 
@@ -220,6 +289,7 @@ def test_chapters_show_source_without_docstrings(name):
     literalinclude that prints the whole numpy docstring first; every
     object a show_source cell names exists in d2lpar."""
     import d2lpar as dp
+
     text = open(os.path.join(BOOK, name)).read()
     assert ':pyobject:' not in text
     for path in re.findall(r'dp\.show_source\(dp\.([\w.]+)\)', text):

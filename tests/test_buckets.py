@@ -1,4 +1,5 @@
 """d2lpar.bucketed_allreduce: one buffer per device, same sums."""
+
 import mxnet as mx
 import numpy as onp
 import pytest
@@ -17,10 +18,13 @@ def test_each_array_holds_its_sum(name, k):
     """Every array of every device ends as the sum of its counterparts,
     keeps its shape and stays on its device (rtol 1e-6)."""
     rng = onp.random.default_rng(k)
-    values = [[rng.normal(size=s).astype('float32') for s in SHAPES]
-              for _ in range(k)]
-    arrays = [[np.array(v, ctx=mx.cpu(d)) for v in vs]
-              for d, vs in enumerate(values)]
+    values = [
+        [rng.normal(size=s).astype('float32') for s in SHAPES]
+        for _ in range(k)
+    ]
+    arrays = [
+        [np.array(v, ctx=mx.cpu(d)) for v in vs] for d, vs in enumerate(values)
+    ]
     dp.bucketed_allreduce(arrays, ALGORITHMS[name])
     for d in range(k):
         for j, shape in enumerate(SHAPES):

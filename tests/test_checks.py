@@ -1,11 +1,12 @@
 """d2lpar.checks: the mistakes a student makes first get a message that
 names the argument, the value and the fix."""
+
 import mxnet as mx
 import pytest
 from mxnet import npx
+from test_training import make_batches
 
 import d2lpar as dp
-from test_training import make_batches
 
 DEVICES = [mx.cpu(0), mx.cpu(1)]
 
@@ -15,13 +16,22 @@ def replicas(devices=DEVICES):
     return [dp.get_params(params, d) for d in devices]
 
 
-@pytest.mark.parametrize('devices, message', [
-    (['cpu(0)', 'cpu(1)'], r"devices\[0\] is the str 'cpu\(0\)', not an "
-                           r"mx.Context; pass contexts such as npx.cpu\(0\)"),
-    ([0, 1], r'devices\[0\] is the int 0, not an mx.Context; pass '
-             r'contexts such as npx.cpu\(0\)'),
-    ('cpu', r"devices must be a list of mx.Context, got str 'cpu'"),
-])
+@pytest.mark.parametrize(
+    'devices, message',
+    [
+        (
+            ['cpu(0)', 'cpu(1)'],
+            r"devices\[0\] is the str 'cpu\(0\)', not an "
+            r'mx.Context; pass contexts such as npx.cpu\(0\)',
+        ),
+        (
+            [0, 1],
+            r'devices\[0\] is the int 0, not an mx.Context; pass '
+            r'contexts such as npx.cpu\(0\)',
+        ),
+        ('cpu', r"devices must be a list of mx.Context, got str 'cpu'"),
+    ],
+)
 def test_devices_as_strings_or_ints(devices, message):
     """train_batch and train refuse devices given as strings or ints and
     say to pass contexts (not "replica 0 lives on cpu(0), not on cpu(0)")."""
@@ -44,9 +54,12 @@ def test_parameters_without_gradients():
     params = dp.init_lenet_params()
     device_params = [[p.copyto(d) for p in params] for d in DEVICES]
     X, y = make_batches()[0]
-    with pytest.raises(RuntimeError, match=r'device_params\[0\]\[0\] has no '
-                       r'gradient buffer; call p.attach_grad\(\).*'
-                       r'dp.get_params'):
+    with pytest.raises(
+        RuntimeError,
+        match=r'device_params\[0\]\[0\] has no '
+        r'gradient buffer; call p.attach_grad\(\).*'
+        r'dp.get_params',
+    ):
         dp.train_batch(X, y, device_params, DEVICES, 0.1)
 
 
@@ -57,9 +70,12 @@ def test_numpy_arrays(which):
     X, y = make_batches()[0]
     batch = {'X': X, 'y': y}
     batch[which] = batch[which].asnumpy()
-    with pytest.raises(TypeError, match=rf'train_batch: {which} is a '
-                       rf'numpy.ndarray, not an mxnet.numpy.ndarray; '
-                       rf'convert with mxnet.np.array\({which}\)'):
+    with pytest.raises(
+        TypeError,
+        match=rf'train_batch: {which} is a '
+        rf'numpy.ndarray, not an mxnet.numpy.ndarray; '
+        rf'convert with mxnet.np.array\({which}\)',
+    ):
         dp.train_batch(batch['X'], batch['y'], replicas(), DEVICES, 0.1)
 
 
@@ -67,10 +83,12 @@ def test_torch_tensors():
     """A torch tensor gets the same advice, with .numpy() for torch."""
     torch = pytest.importorskip('torch')
     X, y = make_batches()[0]
-    with pytest.raises(TypeError, match=r'X is a torch.Tensor.*'
-                       r'mxnet.np.array\(X.numpy\(\)\)'):
-        dp.train_batch(torch.zeros(12, 1, 28, 28), y, replicas(), DEVICES,
-                       0.1)
+    with pytest.raises(
+        TypeError,
+        match=r'X is a torch.Tensor.*'
+        r'mxnet.np.array\(X.numpy\(\)\)',
+    ):
+        dp.train_batch(torch.zeros(12, 1, 28, 28), y, replicas(), DEVICES, 0.1)
 
 
 def test_one_hot_labels():
@@ -78,28 +96,39 @@ def test_one_hot_labels():
     inconsistent, Provided = [4,10]"."""
     X, y = make_batches()[0]
     one_hot = npx.one_hot(y, 10)
-    with pytest.raises(ValueError, match=r'y has shape \(12, 10\), '
-                       r'expected \(12,\).*one-hot; pass class indices, '
-                       r'e.g. y.argmax\(axis=1\)'):
+    with pytest.raises(
+        ValueError,
+        match=r'y has shape \(12, 10\), '
+        r'expected \(12,\).*one-hot; pass class indices, '
+        r'e.g. y.argmax\(axis=1\)',
+    ):
         dp.train_batch(X, one_hot, replicas(), DEVICES, 0.1)
 
 
 def test_float_labels():
     """Float labels are refused with the cast that fixes them."""
     X, y = make_batches()[0]
-    with pytest.raises(TypeError, match=r'y has dtype float32; labels must '
-                       r'be integer class indices.*y.astype\("int32"\)'):
+    with pytest.raises(
+        TypeError,
+        match=r'y has dtype float32; labels must '
+        r'be integer class indices.*y.astype\("int32"\)',
+    ):
         dp.train_batch(X, y.astype('float32'), replicas(), DEVICES, 0.1)
 
 
-@pytest.mark.skipif(mx.runtime.Features().is_enabled('CUDA'),
-                    reason='this MXNet is a CUDA build')
+@pytest.mark.skipif(
+    mx.runtime.Features().is_enabled('CUDA'),
+    reason='this MXNet is a CUDA build',
+)
 def test_gpu_context_on_cpu_build():
     """gpu(0) on the CPU build of MXNet says so and names both fixes,
     instead of a C++ backtrace at the first operator."""
-    with pytest.raises(ValueError, match=r'train: gpu\(0\) asked for, but '
-                       r'this MXNet has no GPU support.*install '
-                       r'mxnet-cuXXX.*use dp.devices\(\)'):
+    with pytest.raises(
+        ValueError,
+        match=r'train: gpu\(0\) asked for, but '
+        r'this MXNet has no GPU support.*install '
+        r'mxnet-cuXXX.*use dp.devices\(\)',
+    ):
         dp.train(devices=[mx.gpu(0)], data=([], []), plot=False)
 
 
@@ -108,15 +137,22 @@ def test_last_partial_batch():
     partial batch of an epoch) is refused naming both fixes, in
     train_batch and inside train."""
     X, y = make_batches()[0]
-    with pytest.raises(ValueError, match=r'the batch has 1 examples, but 2 '
-                       r'devices x accumulate=1 need at least 2.*last '
-                       r"partial batch.*last_batch='discard'"):
+    with pytest.raises(
+        ValueError,
+        match=r'the batch has 1 examples, but 2 '
+        r'devices x accumulate=1 need at least 2.*last '
+        r"partial batch.*last_batch='discard'",
+    ):
         dp.train_batch(X[:1], y[:1], replicas(), DEVICES, 0.1)
     data = ([(X, y), (X[:5], y[:5])], [(X, y)])
-    with pytest.raises(ValueError, match=r'the batch has 5 examples, but 2 '
-                       r'devices x accumulate=3 need at least 6'):
-        dp.train(devices=DEVICES, data=data, accumulate=3, plot=False,
-                 verbose=False)
+    with pytest.raises(
+        ValueError,
+        match=r'the batch has 5 examples, but 2 '
+        r'devices x accumulate=3 need at least 6',
+    ):
+        dp.train(
+            devices=DEVICES, data=data, accumulate=3, plot=False, verbose=False
+        )
 
 
 def returns_the_sum(data):
@@ -140,24 +176,33 @@ def test_algorithm_returning_a_value():
     """An allreduce that returns the sum instead of writing it in place is
     refused in train_batch, pointing to the contract."""
     X, y = make_batches()[0]
-    with pytest.raises(TypeError, match=r'algorithm returns_the_sum returned '
-                       r'a ndarray instead of None.*data\[i\]\[:\] = total'
-                       r'.*help\(d2lpar.allreduce\)'):
-        dp.train_batch(X, y, replicas(), DEVICES, 0.1,
-                       algorithm=returns_the_sum)
+    with pytest.raises(
+        TypeError,
+        match=r'algorithm returns_the_sum returned '
+        r'a ndarray instead of None.*data\[i\]\[:\] = total'
+        r'.*help\(d2lpar.allreduce\)',
+    ):
+        dp.train_batch(
+            X, y, replicas(), DEVICES, 0.1, algorithm=returns_the_sum
+        )
 
 
-@pytest.mark.parametrize('algorithm', [dp.allreduce, dp.ring_allreduce,
-                                       dp.sharded_allreduce])
+@pytest.mark.parametrize(
+    'algorithm', [dp.allreduce, dp.ring_allreduce, dp.sharded_allreduce]
+)
 def test_check_allreduce_passes_the_library_algorithms(algorithm):
     """The library's own allreduces meet the contract they document."""
     assert dp.check_allreduce(algorithm).passed
 
 
-@pytest.mark.parametrize('algorithm, mistake', [
-    (returns_the_sum, 'not-in-place'), (rebinds, 'not-in-place'),
-    (sums_on_first_only, 'not-broadcast'),
-])
+@pytest.mark.parametrize(
+    'algorithm, mistake',
+    [
+        (returns_the_sum, 'not-in-place'),
+        (rebinds, 'not-in-place'),
+        (sums_on_first_only, 'not-broadcast'),
+    ],
+)
 def test_check_allreduce_names_the_broken_rule(algorithm, mistake):
     """The homework check names the rule each first try breaks, on its
     first failing case."""
@@ -169,10 +214,15 @@ def test_check_allreduce_names_the_broken_rule(algorithm, mistake):
 def test_split_hook_must_honour_devices():
     """A split= function that puts every shard on the first device is
     refused with what it returned and what is needed."""
+
     def one_place(X, y, devices):
         return [X[:6], X[6:]], [y[:6], y[6:]]
+
     X, y = make_batches()[0]
-    with pytest.raises(ValueError, match=r'split returned X shards of '
-                       r'sizes \[6, 6\] on \[cpu\(0\), cpu\(0\)\].*shard i '
-                       r'on devices\[i\]'):
+    with pytest.raises(
+        ValueError,
+        match=r'split returned X shards of '
+        r'sizes \[6, 6\] on \[cpu\(0\), cpu\(0\)\].*shard i '
+        r'on devices\[i\]',
+    ):
         dp.train_batch(X, y, replicas(), DEVICES, 0.1, split=one_place)

@@ -1,4 +1,5 @@
 """d2lpar.collectives: every allreduce leaves every device the sum."""
+
 import mxnet as mx
 import numpy as onp
 import pytest
@@ -9,8 +10,12 @@ import d2lpar as dp
 from d2lpar import collectives
 from d2lpar.bench.allreduce import ALGORITHMS
 
-TAUGHT = [dp.allreduce, dp.sharded_allreduce, dp.ring_allreduce,
-          dp.doubling_allreduce]
+TAUGHT = [
+    dp.allreduce,
+    dp.sharded_allreduce,
+    dp.ring_allreduce,
+    dp.doubling_allreduce,
+]
 
 
 @pytest.mark.parametrize('algorithm', TAUGHT)
@@ -46,8 +51,9 @@ def test_shape_mismatch():
 def test_dtype_mismatch():
     """Arrays of different dtypes are a TypeError."""
     with pytest.raises(TypeError, match='float64'):
-        dp.allreduce([np.ones(2, dtype='float32'),
-                      np.ones(2, dtype='float64')])
+        dp.allreduce(
+            [np.ones(2, dtype='float32'), np.ones(2, dtype='float64')]
+        )
 
 
 def test_not_mxnet_arrays():
@@ -63,7 +69,8 @@ LADDER = {
     **ALGORITHMS,
     # One bucket per device holding this one array, reduced by the ring.
     'bucketed ring': lambda data: dp.bucketed_allreduce(
-        [[a] for a in data], dp.ring_allreduce),
+        [[a] for a in data], dp.ring_allreduce
+    ),
 }
 RTOL = {'float32': 1e-6, 'float64': 1e-12}
 
@@ -83,16 +90,26 @@ def test_every_rung_sums_like_numpy(name, k, dtype):
     rng = onp.random.default_rng(k)
     for size in sizes(k):
         values = [rng.normal(size=size).astype(dtype) for _ in range(k)]
-        data = [np.array(v, ctx=mx.cpu(i), dtype=dtype)
-                for i, v in enumerate(values)]
+        data = [
+            np.array(v, ctx=mx.cpu(i), dtype=dtype)
+            for i, v in enumerate(values)
+        ]
         LADDER[name](data)
         want = onp.sum([v.astype('float64') for v in values], axis=0)
         for i, a in enumerate(data):
             assert a.ctx == mx.cpu(i) and a.dtype == onp.dtype(dtype)
-            assert_allclose(a.asnumpy(), want, rtol=RTOL[dtype],
-                            atol=RTOL[dtype], err_msg=f'size {size}')
-            assert_array_equal(a.asnumpy(), data[0].asnumpy(),
-                               err_msg=f'device {i} differs, size {size}')
+            assert_allclose(
+                a.asnumpy(),
+                want,
+                rtol=RTOL[dtype],
+                atol=RTOL[dtype],
+                err_msg=f'size {size}',
+            )
+            assert_array_equal(
+                a.asnumpy(),
+                data[0].asnumpy(),
+                err_msg=f'device {i} differs, size {size}',
+            )
 
 
 def test_receive_buffers_do_not_grow_with_sizes():
@@ -106,6 +123,7 @@ def test_receive_buffers_do_not_grow_with_sizes():
         data = [np.ones(n, ctx=d) for d in devices]
         dp.ring_allreduce(data)
         assert_array_equal(data[2].asnumpy(), onp.full(n, 3.0))
+
     reduce_size(300)
     one_size = len(collectives._BUFFERS)
     for n in range(1, 301, 6):

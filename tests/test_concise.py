@@ -1,19 +1,18 @@
 """d2lpar.concise: Gluon's Trainer takes exactly the from-scratch step."""
+
 import mxnet as mx
-import numpy as onp
 import pytest
+from conftest import needs_real_data, write_fashion_dir
 from mxnet import gluon
 from numpy.testing import assert_allclose, assert_array_equal
+from test_training import LR, make_batches
 
 import d2lpar as dp
-from conftest import needs_real_data, write_fashion_dir
-from test_training import LR, make_batches
 
 
 def gluon_values(net, device):
     """The Gluon parameters on ``device``, in the from-scratch layout."""
-    values = [p.data(device).asnumpy()
-              for p in net.collect_params().values()]
+    values = [p.data(device).asnumpy() for p in net.collect_params().values()]
     return [v.T if v.ndim == 2 else v for v in values]
 
 
@@ -31,10 +30,12 @@ def test_set_values_again_keeps_the_trainer_in_step():
     """Copying new values into a block a Trainer already stepped replaces
     them on every device, and the next step starts from them."""
     devices = [mx.cpu(0), mx.cpu(1)]
-    net = dp.set_lenet_params(dp.gluon_lenet(), dp.init_lenet_params(1, 0.1),
-                              devices)
-    trainer = gluon.Trainer(net.collect_params(), 'sgd',
-                            {'learning_rate': LR}, kvstore='device')
+    net = dp.set_lenet_params(
+        dp.gluon_lenet(), dp.init_lenet_params(1, 0.1), devices
+    )
+    trainer = gluon.Trainer(
+        net.collect_params(), 'sgd', {'learning_rate': LR}, kvstore='device'
+    )
     X, y = make_batches()[0]
     dp.train_batch_concise(X, y, net, trainer, devices)
     other = dp.init_lenet_params(2, 0.1)
@@ -57,8 +58,9 @@ def test_trainer_step_equals_train_batch(k):
     devices = [mx.cpu(i) for i in range(k)]
     start = dp.init_lenet_params(1, 0.1)
     net = dp.set_lenet_params(dp.gluon_lenet(), start, devices)
-    trainer = gluon.Trainer(net.collect_params(), 'sgd',
-                            {'learning_rate': LR}, kvstore='device')
+    trainer = gluon.Trainer(
+        net.collect_params(), 'sgd', {'learning_rate': LR}, kvstore='device'
+    )
     device_params = [dp.get_params(start, d) for d in devices]
     for X, y in make_batches():
         dp.train_batch_concise(X, y, net, trainer, devices)
@@ -83,9 +85,13 @@ def test_train_concise_beats_chance(capsys):
     """Two epochs on 4,000 real images (fixed shuffle) on 2 CPU contexts
     reach far above chance and print the summary line."""
     data = dp.load_fashion_mnist(64, num_train=4000, num_test=500, seed=0)
-    result = dp.train_concise([mx.cpu(0), mx.cpu(1)], data, lr=0.1,
-                              num_epochs=2,
-                              params=dp.init_lenet_params(0, 0.1))
+    result = dp.train_concise(
+        [mx.cpu(0), mx.cpu(1)],
+        data,
+        lr=0.1,
+        num_epochs=2,
+        params=dp.init_lenet_params(0, 0.1),
+    )
     assert result.final_test_acc > 0.5
     assert 'on [cpu(0), cpu(1)]' in capsys.readouterr().out
 
@@ -101,9 +107,11 @@ def test_block_scored_over_all_devices_equals_one_device(isolated_data):
     write_fashion_dir(root, n_train=20, n_test=200)
     data = dp.load_fashion_mnist(50, root=str(root), seed=0)
     spread = dp.evaluate_accuracy_sharded(
-        [None] * 3, data[1], devices, net=lambda X, _: net(X))
-    one = dp.evaluate_accuracy(dp.get_params(params, mx.cpu(0)), data[1],
-                               mx.cpu(0))
+        [None] * 3, data[1], devices, net=lambda X, _: net(X)
+    )
+    one = dp.evaluate_accuracy(
+        dp.get_params(params, mx.cpu(0)), data[1], mx.cpu(0)
+    )
     assert spread == one
 
 
@@ -115,12 +123,24 @@ def test_train_concise_records_what_train_records(capsys):
     batches = make_batches()
     data = (batches, batches[:1])
     devices = [mx.cpu(0), mx.cpu(1)]
-    concise = dp.train_concise(devices, data, lr=LR, num_epochs=2,
-                               params=dp.init_lenet_params(0, 0.1),
-                               verbose=False)
+    concise = dp.train_concise(
+        devices,
+        data,
+        lr=LR,
+        num_epochs=2,
+        params=dp.init_lenet_params(0, 0.1),
+        verbose=False,
+    )
     assert capsys.readouterr().out == ''
-    scratch = dp.train(devices=devices, data=data, lr=LR, num_epochs=2,
-                       init_scale=0.1, plot=False, verbose=False)
+    scratch = dp.train(
+        devices=devices,
+        data=data,
+        lr=LR,
+        num_epochs=2,
+        init_scale=0.1,
+        plot=False,
+        verbose=False,
+    )
     for name in ('train_loss', 'train_acc', 'test_acc', 'epoch_seconds'):
         assert len(getattr(concise, name)) == 2, name
     assert concise.batch_size == 12

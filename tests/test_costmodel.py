@@ -1,4 +1,5 @@
 """d2lpar.costmodel: the alpha-beta model and d2l's worked examples."""
+
 import pytest
 
 from d2lpar.costmodel import allreduce_time, busiest_bytes
@@ -10,12 +11,13 @@ def test_d2l_pcie_example():
     """d2l's parameter-server chapter: 160 MB on 4 GPUs over 16 GB/s PCIe
     takes 60 ms through one GPU, 80 ms through the CPU, and 15 ms when
     each GPU aggregates a quarter."""
-    assert allreduce_time('naive', 4, 160 * MB, 16 * GB) == \
-        pytest.approx(0.060)
-    assert allreduce_time('cpu', 4, 160 * MB, 16 * GB) == \
-        pytest.approx(0.080)
-    assert allreduce_time('sharded', 4, 160 * MB, 16 * GB) == \
-        pytest.approx(0.015)
+    assert allreduce_time('naive', 4, 160 * MB, 16 * GB) == pytest.approx(
+        0.060
+    )
+    assert allreduce_time('cpu', 4, 160 * MB, 16 * GB) == pytest.approx(0.080)
+    assert allreduce_time('sharded', 4, 160 * MB, 16 * GB) == pytest.approx(
+        0.015
+    )
 
 
 def test_ring_bandwidth_term_grows_towards_2n_over_b():
@@ -23,8 +25,10 @@ def test_ring_bandwidth_term_grows_towards_2n_over_b():
     towards 2N/B, and for 8 GPUs over 3 NVLinks of 18 GB/s it is 7/8 of
     d2l's 2N/B estimate."""
     two_n = 2 * 160 * MB / (54 * GB)
-    times = [allreduce_time('ring', k, 160 * MB, 54 * GB)
-             for k in (2, 3, 8, 64, 1024)]
+    times = [
+        allreduce_time('ring', k, 160 * MB, 54 * GB)
+        for k in (2, 3, 8, 64, 1024)
+    ]
     assert all(a < b < two_n for a, b in zip(times, times[1:]))
     assert times[-1] == pytest.approx(two_n * 1023 / 1024)
     assert times[2] == pytest.approx(7 / 8 * two_n)
@@ -36,10 +40,12 @@ def test_doubling_wins_small_arrays_ring_wins_large(k):
     ring's 2(k-1) for a 4 KB array, and the ring's 1/k chunks beat
     doubling's whole arrays for 160 MB."""
     link = dict(bandwidth=16 * GB, latency=10e-6)
-    assert allreduce_time('doubling', k, 4e3, **link) < \
-        allreduce_time('ring', k, 4e3, **link)
-    assert allreduce_time('ring', k, 160 * MB, **link) < \
-        allreduce_time('doubling', k, 160 * MB, **link)
+    assert allreduce_time('doubling', k, 4e3, **link) < allreduce_time(
+        'ring', k, 4e3, **link
+    )
+    assert allreduce_time('ring', k, 160 * MB, **link) < allreduce_time(
+        'doubling', k, 160 * MB, **link
+    )
 
 
 def test_doubling_messages():
@@ -55,8 +61,9 @@ def test_busiest_bytes_agrees_with_the_time():
     their busiest device's bytes over B (sends overlap receives)."""
     for name in ('ring', 'sharded'):
         for k in (2, 4, 7):
-            assert allreduce_time(name, k, 160 * MB, 16 * GB) == \
-                pytest.approx(busiest_bytes(name, k, 160 * MB) / (16 * GB))
+            assert allreduce_time(name, k, 160 * MB, 16 * GB) == pytest.approx(
+                busiest_bytes(name, k, 160 * MB) / (16 * GB)
+            )
     with pytest.raises(ValueError, match="'cpu' has no schedule"):
         busiest_bytes('cpu', 4, MB)
 
@@ -72,6 +79,7 @@ def test_memory_traffic_ceilings():
     """Against a plain copy, a perfect fused allreduce can reach 1/k of
     the copy's speed (0.5 for 2 devices) and ours 2/(7(k-1))."""
     from d2lpar.costmodel import memory_traffic
+
     copy = memory_traffic('copy', 2, MB)
     assert copy / memory_traffic('ideal', 2, MB) == pytest.approx(0.5)
     assert copy / memory_traffic('ideal', 4, MB) == pytest.approx(0.25)
@@ -87,19 +95,20 @@ def test_memory_traffic_counts_the_implementation():
     gather-phase bytes copied (2)."""
     from d2lpar import schedules
     from d2lpar.costmodel import memory_traffic
+
     k, n = 4, 1000
     schedule = schedules.ring_schedule(k)
     half = len(schedule) // 2
     reduce_in = sum(schedules.traffic(schedule[:half], k, n)[1])
     gather_in = sum(schedules.traffic(schedule[half:], k, n)[1])
-    assert 5 * reduce_in + 2 * gather_in == \
-        memory_traffic('ring', k, 4 * n)
+    assert 5 * reduce_in + 2 * gather_in == memory_traffic('ring', k, 4 * n)
 
 
 def test_engine_bytes_textbook_counts_and_band():
     """One parameter server: 2kN per step; a ring all-reduce: 2(k-1)N;
     the band lies around the model, and unknown engines are refused."""
     from d2lpar.costmodel import engine_bytes
+
     assert engine_bytes('kvstore', 2, MB)[0] == 4 * MB
     assert engine_bytes('horovod', 2, MB)[0] == 2 * MB
     assert engine_bytes('horovod', 4, MB)[0] == 6 * MB

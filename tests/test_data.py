@@ -1,12 +1,13 @@
 """d2lpar.data: where it looks for Fashion-MNIST, loading, bad sizes."""
+
 import os
 
 import numpy as onp
 import pytest
+from conftest import NAMES, write_fashion_dir
 from numpy.testing import assert_allclose, assert_array_equal
 
 import d2lpar as dp
-from conftest import NAMES, write_fashion_dir
 
 
 def collect(data_iter):
@@ -27,8 +28,9 @@ def test_reads_what_was_written(isolated_data):
     assert y.dtype == onp.int32
     assert_array_equal(y, labels)
     X, y = collect(train_iter)
-    assert sorted(map(bytes, (X * 255).round().astype('uint8'))) == \
-        sorted(map(bytes, written['train'][0][:, None]))
+    assert sorted(map(bytes, (X * 255).round().astype('uint8'))) == sorted(
+        map(bytes, written['train'][0][:, None])
+    )
 
 
 def test_num_train_and_num_test(isolated_data):
@@ -36,7 +38,8 @@ def test_num_train_and_num_test(isolated_data):
     root = isolated_data / 'mine'
     write_fashion_dir(root, n_train=24, n_test=12)
     train_iter, test_iter = dp.load_fashion_mnist(
-        4, root=str(root), num_train=10, num_test=6)
+        4, root=str(root), num_train=10, num_test=6
+    )
     assert len(collect(train_iter)[1]) == 10
     assert len(collect(test_iter)[1]) == 6
 
@@ -49,21 +52,24 @@ def test_seeded_shuffle_is_reproducible(isolated_data):
 
     def epochs(seed):
         train_iter, _ = dp.load_fashion_mnist(8, root=root, seed=seed)
-        return [collect(train_iter)[0][:, 0, 0, :4].tobytes()
-                for _ in range(2)], collect(train_iter)[1]
+        return [
+            collect(train_iter)[0][:, 0, 0, :4].tobytes() for _ in range(2)
+        ], collect(train_iter)[1]
 
     (first, second), labels = epochs(0)
     again, _ = epochs(0)
     assert [first, second] == again and first != second
     assert epochs(1)[0][0] != first
-    assert sorted(labels) == sorted(collect(
-        dp.load_fashion_mnist(8, root=root)[0])[1])
+    assert sorted(labels) == sorted(
+        collect(dp.load_fashion_mnist(8, root=root)[0])[1]
+    )
 
 
 def test_search_order(isolated_data, monkeypatch):
     """root wins over $D2LPAR_DATA, which wins over MXNet's cache, which
     wins over Debian's folder."""
     import d2lpar.data as data
+
     places = {}
     for name, n in (('root', 5), ('env', 6), ('cache', 7), ('debian', 8)):
         places[name] = str(isolated_data / name)
@@ -85,7 +91,9 @@ def test_chosen_folder_without_data_warns(isolated_data, monkeypatch):
     with a warning naming the chosen folder and the one read instead; a
     fallback the caller did not choose is silent."""
     import warnings
+
     import d2lpar.data as data
+
     cache = str(isolated_data / 'cache')
     write_fashion_dir(cache)
     monkeypatch.setattr(data, 'mxnet_cache_dir', lambda: cache)
@@ -139,10 +147,14 @@ def test_partial_folder_is_reported(isolated_data):
         dp.load_fashion_mnist(8, root=str(root), download=False)
 
 
-@pytest.mark.parametrize('kwargs, error', [
-    (dict(batch_size=0), ValueError), (dict(batch_size=2.5), TypeError),
-    (dict(batch_size=8, num_train=0), ValueError),
-])
+@pytest.mark.parametrize(
+    'kwargs, error',
+    [
+        (dict(batch_size=0), ValueError),
+        (dict(batch_size=2.5), TypeError),
+        (dict(batch_size=8, num_train=0), ValueError),
+    ],
+)
 def test_bad_sizes(isolated_data, kwargs, error):
     """Non-positive or non-integer sizes are refused."""
     with pytest.raises(error, match='load_fashion_mnist'):

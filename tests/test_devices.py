@@ -1,4 +1,5 @@
 """d2lpar.devices: distinct contexts, GPU when present, clear errors."""
+
 import mxnet as mx
 import pytest
 
@@ -48,8 +49,7 @@ def test_too_many_gpus_falls_back_to_cpu_contexts(two_gpus):
         assert dp.devices(3) == [mx.cpu(0), mx.cpu(1), mx.cpu(2)]
 
 
-def test_too_many_gpus_when_gpus_forced_is_clear_error(two_gpus,
-                                                       monkeypatch):
+def test_too_many_gpus_when_gpus_forced_is_clear_error(two_gpus, monkeypatch):
     """With D2LPAR_DEVICES=gpu, asking for more GPUs than exist is an
     error naming both numbers."""
     monkeypatch.setenv('D2LPAR_DEVICES', 'gpu')
@@ -71,8 +71,10 @@ def test_unknown_env_value(no_gpu, monkeypatch):
         dp.devices(1)
 
 
-@pytest.mark.parametrize('n, error', [(0, ValueError), (-1, ValueError),
-                                      ('2', TypeError), (1.5, TypeError)])
+@pytest.mark.parametrize(
+    'n, error',
+    [(0, ValueError), (-1, ValueError), ('2', TypeError), (1.5, TypeError)],
+)
 def test_bad_n(no_gpu, n, error):
     """n must be a positive int."""
     with pytest.raises(error, match='devices: n'):

@@ -1,5 +1,6 @@
 """The worker's engines: clear errors where an engine cannot start, and
 the commands and sizes the engine benchmark relies on."""
+
 import sys
 
 import pytest
@@ -46,13 +47,31 @@ def test_gradient_bytes_is_the_size_of_lenet():
 def test_engine_commands_start_the_same_worker():
     """Both engines run `python -m d2lpar worker` with the given
     arguments, 2 workers, on this machine only."""
-    kv = be.engine_command('kvstore', 2, ['--epochs', '1'], timeout=60,
-                           servers=2)
-    assert kv[1:10] == ['-m', 'd2lpar', 'launch', '--workers', '2',
-                        '--servers', '2', '--timeout', '60']
+    kv = be.engine_command(
+        'kvstore', 2, ['--epochs', '1'], timeout=60, servers=2
+    )
+    assert kv[1:10] == [
+        '-m',
+        'd2lpar',
+        'launch',
+        '--workers',
+        '2',
+        '--servers',
+        '2',
+        '--timeout',
+        '60',
+    ]
     hv = be.engine_command('horovod', 2, ['--epochs', '1'])
     assert hv[1:6] == ['-np', '2', '-H', 'localhost:2', '--gloo']
     for command, engine in ((kv, 'kvstore'), (hv, 'horovod')):
-        worker = command[command.index('worker') - 3:]
-        assert worker == [sys.executable, '-m', 'd2lpar', 'worker',
-                          '--engine', engine, '--epochs', '1']
+        worker = command[command.index('worker') - 3 :]
+        assert worker == [
+            sys.executable,
+            '-m',
+            'd2lpar',
+            'worker',
+            '--engine',
+            engine,
+            '--epochs',
+            '1',
+        ]

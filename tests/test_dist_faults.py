@@ -2,6 +2,7 @@
 culprit, and leaves no process and a checkpoint that loads (slow:
 each case starts a ps-lite job).
 """
+
 import os
 import signal
 import subprocess
@@ -9,9 +10,9 @@ import sys
 import time
 
 import pytest
+from conftest import write_fashion_dir
 
 import d2lpar as dp
-from conftest import write_fashion_dir
 from d2lpar.dist.worker import load_checkpoint
 
 pytestmark = pytest.mark.slow
@@ -22,7 +23,7 @@ ENDS_WITHIN = 30  # seconds from the fault to the launcher's exit
 STEPS_PER_EPOCH, EPOCHS = 3, 2
 
 # A plain user script: one ps-lite worker that pushes and pulls forever.
-FOREVER = '''
+FOREVER = """
 import mxnet as mx
 kv = mx.kv.create("dist_sync")
 a = mx.nd.ones(3)
@@ -32,7 +33,7 @@ while True:
     kv.push(0, a)
     kv.pull(0, out=a)
     a.wait_to_read()
-'''
+"""
 
 
 def job_sessions(pids):
@@ -61,9 +62,22 @@ class Job:
 
     def __init__(self, worker_command, workers=2, timeout=120):
         self.proc = subprocess.Popen(
-            [PY, '-m', 'd2lpar', 'launch', '--workers', str(workers),
-             '--timeout', str(timeout), '--', *worker_command],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            [
+                PY,
+                '-m',
+                'd2lpar',
+                'launch',
+                '--workers',
+                str(workers),
+                '--timeout',
+                str(timeout),
+                '--',
+                *worker_command,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self.pids, self.lines = {}, []
 
     def wait_for(self, text, times=1):
@@ -77,8 +91,10 @@ class Job:
                 times -= 1
                 if times == 0:
                     return line
-        raise AssertionError(f'the job ended before printing {text!r}:\n'
-                             + ''.join(self.lines[-30:]))
+        raise AssertionError(
+            f'the job ended before printing {text!r}:\n'
+            + ''.join(self.lines[-30:])
+        )
 
     def end(self, fault_time):
         """Wait for the launcher; check it ended in time, nothing left."""
@@ -98,12 +114,26 @@ def training(tmp_path, fault_rank=None, fault_step=None):
     """The worker command, with a fault injected if asked."""
     root = tmp_path / 'data'
     write_fashion_dir(root, n_train=32 * STEPS_PER_EPOCH, n_test=16)
-    args = ['--epochs', str(EPOCHS), '--batch-size', '16', '--data',
-            str(root), '--save-to', str(tmp_path / 'ckpt.npz')]
+    args = [
+        '--epochs',
+        str(EPOCHS),
+        '--batch-size',
+        '16',
+        '--data',
+        str(root),
+        '--save-to',
+        str(tmp_path / 'ckpt.npz'),
+    ]
     if fault_rank is None:
         return [PY, '-m', 'd2lpar', 'worker', *args]
-    return [PY, os.path.join(HERE, 'faultworker.py'), str(fault_rank),
-            str(fault_step), '--', *args]
+    return [
+        PY,
+        os.path.join(HERE, 'faultworker.py'),
+        str(fault_rank),
+        str(fault_step),
+        '--',
+        *args,
+    ]
 
 
 def assert_checkpoint_loads(tmp_path, epochs):
@@ -111,16 +141,21 @@ def assert_checkpoint_loads(tmp_path, epochs):
     if epochs == 0:
         assert not path.exists()
         return
-    params, done = load_checkpoint(str(path), 2,
-                                   [s for _, s in dp.LENET_SHAPES])
+    params, done = load_checkpoint(
+        str(path), 2, [s for _, s in dp.LENET_SHAPES]
+    )
     assert done == epochs and len(params) == len(dp.LENET_SHAPES)
 
 
-@pytest.mark.parametrize('step, epochs_saved', [
-    (0, 0),                                       # at start
-    (STEPS_PER_EPOCH + 1, 1),                     # mid-epoch
-    (EPOCHS * STEPS_PER_EPOCH - 1, EPOCHS - 1)],  # at the last step
-    ids=['start', 'mid-epoch', 'last-step'])
+@pytest.mark.parametrize(
+    'step, epochs_saved',
+    [
+        (0, 0),  # at start
+        (STEPS_PER_EPOCH + 1, 1),  # mid-epoch
+        (EPOCHS * STEPS_PER_EPOCH - 1, EPOCHS - 1),
+    ],  # at the last step
+    ids=['start', 'mid-epoch', 'last-step'],
+)
 def test_worker_raising(tmp_path, step, epochs_saved):
     """Rank 1 raises at a step: the job ends with the worker's status
     (the command line's 2 for an error) and its message, although
@@ -129,8 +164,10 @@ def test_worker_raising(tmp_path, step, epochs_saved):
     culprit = job.wait_for('injecting a fault').split(']')[0][1:]
     err = job.end(time.monotonic())
     assert job.proc.returncode == 2
-    assert f'launch: {culprit} (pid {job.pids[culprit]}) exited with ' \
-           f'status 2' in err
+    assert (
+        f'launch: {culprit} (pid {job.pids[culprit]}) exited with '
+        f'status 2' in err
+    )
     assert f'error: injected fault: rank 1, step {step}' in err
     assert_checkpoint_loads(tmp_path, epochs_saved)
 
@@ -144,8 +181,10 @@ def test_process_killed(tmp_path, victim):
     os.kill(job.pids[victim], signal.SIGKILL)
     err = job.end(time.monotonic())
     assert job.proc.returncode == 128 + signal.SIGKILL
-    assert f'launch: {victim} (pid {job.pids[victim]}) was killed by ' \
-           f'SIGKILL' in err
+    assert (
+        f'launch: {victim} (pid {job.pids[victim]}) was killed by '
+        f'SIGKILL' in err
+    )
     path = tmp_path / 'ckpt.npz'
     params, done = load_checkpoint(str(path))
     assert done >= 1 and len(params) == len(dp.LENET_SHAPES)
@@ -168,10 +207,13 @@ def test_plain_script_raising_after_kvstore_ends_the_job(tmp_path):
     creating the kvstore, while its peer trains on: the job ends with
     the exception's status and message."""
     script = tmp_path / 'user.py'
-    script.write_text(FOREVER.replace(
-        'print("ready", flush=True)',
-        'print("ready", flush=True)\n'
-        'if kv.rank == 1:\n    raise KeyError("user bug")'))
+    script.write_text(
+        FOREVER.replace(
+            'print("ready", flush=True)',
+            'print("ready", flush=True)\n'
+            'if kv.rank == 1:\n    raise KeyError("user bug")',
+        )
+    )
     job = Job([PY, str(script)])
     job.wait_for("KeyError: 'user bug'")
     err = job.end(time.monotonic())
@@ -182,10 +224,17 @@ def test_plain_script_raising_after_kvstore_ends_the_job(tmp_path):
 def test_plain_script_exiting_with_a_status_ends_the_job():
     """A user's script calling sys.exit(3) after creating the kvstore:
     the launcher exits 3 within seconds, naming that worker."""
-    job = Job([PY, '-c', FOREVER.replace(
-        'print("ready", flush=True)',
-        'print("ready", flush=True)\n'
-        'import sys\nif kv.rank == 1: sys.exit(3)')])
+    job = Job(
+        [
+            PY,
+            '-c',
+            FOREVER.replace(
+                'print("ready", flush=True)',
+                'print("ready", flush=True)\n'
+                'import sys\nif kv.rank == 1: sys.exit(3)',
+            ),
+        ]
+    )
     job.wait_for('] ready', times=2)
     err = job.end(time.monotonic())
     assert job.proc.returncode == 3

@@ -1,6 +1,7 @@
 """The guard: a failed Python program ends at once, even when the
 interpreter's shutdown would block (as ps-lite's finalize barrier does).
 """
+
 import os
 import subprocess
 import sys
@@ -14,23 +15,35 @@ from d2lpar.dist.launch import guarded, is_python
 PY = sys.executable
 # A non-daemon thread blocks interpreter shutdown forever, like ps-lite's
 # barrier waiting for a worker that never comes.
-BLOCK = ('import threading\n'
-         'threading.Thread(target=threading.Event().wait).start()\n')
+BLOCK = (
+    'import threading\n'
+    'threading.Thread(target=threading.Event().wait).start()\n'
+)
 
 
 def run_guarded(args, tmp_path):
     start = time.monotonic()
-    run = subprocess.run([PY, guard.__file__, *args], capture_output=True,
-                         text=True, timeout=60, cwd=tmp_path)
+    run = subprocess.run(
+        [PY, guard.__file__, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
     return run, time.monotonic() - start
 
 
-@pytest.mark.parametrize('tail, status, message', [
-    ('raise KeyError("bug")', 1, "KeyError: 'bug'"),
-    ('import sys; sys.exit(3)', 3, ''),
-    ('import sys; sys.exit("bad input")', 1, 'bad input')])
+@pytest.mark.parametrize(
+    'tail, status, message',
+    [
+        ('raise KeyError("bug")', 1, "KeyError: 'bug'"),
+        ('import sys; sys.exit(3)', 3, ''),
+        ('import sys; sys.exit("bad input")', 1, 'bad input'),
+    ],
+)
 def test_failure_ends_the_process_although_shutdown_blocks(
-        tmp_path, tail, status, message):
+    tmp_path, tail, status, message
+):
     """An exception or sys.exit(n != 0) ends the process with the status
     python itself would give, its message printed, in seconds although
     a thread would block the interpreter's shutdown forever."""
@@ -55,8 +68,10 @@ def test_success_exits_normally_through_shutdown(tmp_path):
 def test_runs_scripts_modules_and_code_as_python_does(tmp_path):
     """sys.argv, sys.path[0] and __name__ are what `python` would give
     for a script, -m module and -c code."""
-    show = ('import sys; print(__name__, sys.argv[1:], '
-            'sys.path[0] == "" or sys.path[0])\n')
+    show = (
+        'import sys; print(__name__, sys.argv[1:], '
+        'sys.path[0] == "" or sys.path[0])\n'
+    )
     (tmp_path / 'prog.py').write_text(show)
     script, _ = run_guarded([str(tmp_path / 'prog.py'), 'a'], tmp_path)
     module, _ = run_guarded(['-m', 'prog', 'b'], tmp_path)
@@ -69,8 +84,13 @@ def test_runs_scripts_modules_and_code_as_python_does(tmp_path):
 def test_launcher_guards_python_commands_only():
     """python SCRIPT, -m and -c run under the guard; other programs and
     interpreter options the guard does not know run unchanged."""
-    assert guarded([PY, '-m', 'd2lpar', 'worker']) == \
-        [PY, os.path.abspath(guard.__file__), '-m', 'd2lpar', 'worker']
+    assert guarded([PY, '-m', 'd2lpar', 'worker']) == [
+        PY,
+        os.path.abspath(guard.__file__),
+        '-m',
+        'd2lpar',
+        'worker',
+    ]
     assert guarded(['python3.11', 'train.py'])[1].endswith('guard.py')
     for command in (['bash', 'run.sh'], [PY, '-u', 'train.py'], [PY]):
         assert guarded(command) == command

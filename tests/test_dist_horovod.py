@@ -3,19 +3,22 @@
 Selected with ``-m horovod`` (``make test-horovod`` builds Horovod first).
 Every job runs under a time limit.
 """
+
 import subprocess
 import sys
 import time
 
 import pytest
+from conftest import write_fashion_dir
+from workerjobs import (
+    check_equals_one_process,
+    check_resume_matches_uninterrupted,
+)
 
 import d2lpar as dp
-from conftest import write_fashion_dir
 from d2lpar.bench import engines as be
 from d2lpar.costmodel import engine_bytes
 from d2lpar.dist.worker import load_checkpoint
-from workerjobs import (check_equals_one_process,
-                        check_resume_matches_uninterrupted)
 
 pytestmark = pytest.mark.horovod
 PY = sys.executable
@@ -23,13 +26,15 @@ PY = sys.executable
 
 def horovodrun(args, workers=2, timeout=180):
     command = be.engine_command('horovod', workers, args)
-    return subprocess.run(command, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def test_horovod_is_built_with_mxnet_and_gloo():
     import horovod.mxnet  # noqa: F401  (fails without MXNet support)
     from horovod.common.util import gloo_built
+
     assert gloo_built()
     assert 'horovod' in be.available_engines()
 
@@ -50,15 +55,16 @@ def test_failing_worker_ends_the_job(tmp_path):
     """A worker exiting with status 3: horovodrun stops the job within
     seconds, exits non-zero and names the process and its status."""
     script = tmp_path / 'fail.py'
-    script.write_text('import sys, horovod.mxnet as hvd, mxnet as mx\n'
-                      'hvd.init()\n'
-                      'if hvd.rank() == 1: sys.exit(3)\n'
-                      'hvd.allreduce_(mx.np.ones(3), name="x")\n')
+    script.write_text(
+        'import sys, horovod.mxnet as hvd, mxnet as mx\n'
+        'hvd.init()\n'
+        'if hvd.rank() == 1: sys.exit(3)\n'
+        'hvd.allreduce_(mx.np.ones(3), name="x")\n'
+    )
     start = time.time()
     command = be.engine_command('horovod', 2, [])
-    command = command[:command.index('--gloo') + 1] + [PY, str(script)]
-    run = subprocess.run(command, capture_output=True, text=True,
-                         timeout=120)
+    command = command[: command.index('--gloo') + 1] + [PY, str(script)]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert run.returncode != 0
     assert 'Process name: 1' in run.stderr and 'Exit code: 3' in run.stderr
     assert time.time() - start < 60
@@ -67,8 +73,9 @@ def test_failing_worker_ends_the_job(tmp_path):
 def test_ring_sends_half_the_bytes_of_one_parameter_server():
     """Per step on loopback, 2 Horovod workers send 2(k-1)N = 2N bytes in
     all (ring all-reduce); the parameter-server test checks its 2kN."""
-    row = be.measure_engine('horovod', workers=2, batch_size=64,
-                            steps=(5, 25), num_test=64)
+    row = be.measure_engine(
+        'horovod', workers=2, batch_size=64, steps=(5, 25), num_test=64
+    )
     n = be.gradient_bytes()
     assert row['bytes_per_step'] is not None, 'no network namespace here'
     _, low, high = engine_bytes('horovod', 2, n)
@@ -80,22 +87,37 @@ def test_killed_worker_ends_the_job_and_leaves_a_checkpoint(tmp_path):
     10 s, exits non-zero naming process 1, no worker survives, and rank
     0's last checkpoint loads."""
     import psutil  # a dependency of Horovod
+
     root = tmp_path / 'data'
     write_fashion_dir(root, n_train=64, n_test=16)
     checkpoint = tmp_path / 'ckpt.npz'
-    command = be.engine_command('horovod', 2, [
-        '--epochs', '100000', '--batch-size', '16', '--data', str(root),
-        '--save-to', str(checkpoint)])
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    command = be.engine_command(
+        'horovod',
+        2,
+        [
+            '--epochs',
+            '100000',
+            '--batch-size',
+            '16',
+            '--data',
+            str(root),
+            '--save-to',
+            str(checkpoint),
+        ],
+    )
+    proc = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         for line in proc.stdout:
             if 'rank 1/2 epoch 2:' in line:
                 break
-        workers = [p for p in psutil.Process(proc.pid).children(True)
-                   if 'worker' in p.cmdline()]
-        rank1 = [p for p in workers
-                 if p.environ().get('HOROVOD_RANK') == '1']
+        workers = [
+            p
+            for p in psutil.Process(proc.pid).children(True)
+            if 'worker' in p.cmdline()
+        ]
+        rank1 = [p for p in workers if p.environ().get('HOROVOD_RANK') == '1']
         assert len(workers) == 2 and len(rank1) == 1
         rank1[0].kill()
         killed = time.time()
@@ -106,8 +128,10 @@ def test_killed_worker_ends_the_job_and_leaves_a_checkpoint(tmp_path):
     assert proc.returncode != 0
     assert 'Process name: 1' in err and 'Exit code: 137' in err
     time.sleep(0.5)
-    assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE
-                   for p in workers)
+    assert not any(
+        p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in workers
+    )
     params, epoch = load_checkpoint(str(checkpoint))
-    assert epoch >= 1 and [p.shape for p in params] == \
-        [shape for _, shape in dp.LENET_SHAPES]
+    assert epoch >= 1 and [p.shape for p in params] == [
+        shape for _, shape in dp.LENET_SHAPES
+    ]

@@ -3,37 +3,55 @@
 Every launch here has a time limit; a hang fails the test instead of
 blocking CI.
 """
+
 import socket
 import subprocess
 import sys
 
 import pytest
+from workerjobs import (
+    check_equals_one_process,
+    check_resume_matches_uninterrupted,
+)
 
 from d2lpar.bench import engines as be
 from d2lpar.costmodel import engine_bytes
 from d2lpar.dist.launch import launch
-from workerjobs import (check_equals_one_process,
-                        check_resume_matches_uninterrupted)
 
 pytestmark = pytest.mark.slow
 PY = sys.executable
 
 
 def run_launch(args, timeout=180):
-    return subprocess.run([PY, '-m', 'd2lpar', 'launch', *args],
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [PY, '-m', 'd2lpar', 'launch', *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def launched(*launch_args):
     """``run(worker_args)`` for :mod:`workerjobs`: 2 workers on ps-lite."""
     return lambda args: run_launch(
-        ['--workers', '2', *launch_args, '--timeout', '150', '--', PY,
-         '-m', 'd2lpar', 'worker', *args])
+        [
+            '--workers',
+            '2',
+            *launch_args,
+            '--timeout',
+            '150',
+            '--',
+            PY,
+            '-m',
+            'd2lpar',
+            'worker',
+            *args,
+        ]
+    )
 
 
 @pytest.mark.parametrize('kvstore', ['dist_sync', 'dist_device_sync'])
-def test_two_workers_equal_one_process_with_twice_the_batch(tmp_path,
-                                                            kvstore):
+def test_two_workers_equal_one_process_with_twice_the_batch(tmp_path, kvstore):
     """2 workers with batch b equal one process with batch 2b (see
     workerjobs), with either kvstore (dist_device_sync sums on the
     workers' devices: CPU contexts here)."""
@@ -65,8 +83,10 @@ def test_bad_launches_are_clear_errors():
 def test_missing_worker_command_program():
     """A worker program that does not exist fails the launch (status
     127-like), naming the worker, instead of leaving ps-lite waiting."""
-    run = run_launch(['--workers', '1', '--timeout', '60', '--',
-                      'no-such-program-d2lpar'], timeout=90)
+    run = run_launch(
+        ['--workers', '1', '--timeout', '60', '--', 'no-such-program-d2lpar'],
+        timeout=90,
+    )
     assert run.returncode != 0
     assert 'worker 0' in run.stderr
 
@@ -74,8 +94,9 @@ def test_missing_worker_command_program():
 def test_parameter_server_bytes_per_step():
     """Per step on loopback, 2 workers and 1 server move 2kN = 4N bytes:
     each worker pushes its N bytes of gradients and pulls N back."""
-    row = be.measure_engine('kvstore', workers=2, batch_size=64,
-                            steps=(5, 25), num_test=64)
+    row = be.measure_engine(
+        'kvstore', workers=2, batch_size=64, steps=(5, 25), num_test=64
+    )
     n = be.gradient_bytes()
     assert row['bytes_per_step'] is not None, 'no network namespace here'
     _, low, high = engine_bytes('kvstore', 2, n)

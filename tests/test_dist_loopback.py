@@ -1,10 +1,11 @@
 """Counting a job's loopback bytes in its own network namespace."""
+
 import sys
 import time
 
 from d2lpar.dist import loopback
 
-SEND = '''
+SEND = """
 import socket, sys
 n = int(sys.argv[1])
 server = socket.socket()
@@ -17,7 +18,7 @@ got = 0
 while got < n:
     got += len(peer.recv(1 << 16))
 sys.exit(int(sys.argv[2]))
-'''
+"""
 
 
 def test_counts_exactly_the_job_and_returns_its_status():
@@ -26,7 +27,8 @@ def test_counts_exactly_the_job_and_returns_its_status():
     its exit status comes back. Where no namespace can be made, the job
     still runs and the count is None."""
     status, sent = loopback.run_counting_bytes(
-        [sys.executable, '-c', SEND, '1000000', '3'], timeout=60)
+        [sys.executable, '-c', SEND, '1000000', '3'], timeout=60
+    )
     assert status == 3
     if loopback.namespace_prefix() is None:
         assert sent is None
@@ -39,6 +41,7 @@ def test_timeout_stops_the_job():
     long before it would have ended by itself."""
     start = time.monotonic()
     status, _ = loopback.run_counting_bytes(
-        [sys.executable, '-c', 'import time; time.sleep(60)'], timeout=2)
+        [sys.executable, '-c', 'import time; time.sleep(60)'], timeout=2
+    )
     assert status == 124
     assert time.monotonic() - start < 20

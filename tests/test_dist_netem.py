@@ -1,5 +1,6 @@
 """The emulated network: rates, the token bucket, hosts joined by a
 rate-limited link, and the job plan that places processes on them."""
+
 import sys
 
 import pytest
@@ -9,7 +10,7 @@ from d2lpar.bench import engines as be
 from d2lpar.dist import loopback, netem
 from d2lpar.dist.launch import job_plan
 
-SEND = '''
+SEND = """
 import socket, sys, threading, time
 n = int(sys.argv[1])
 server = socket.socket()
@@ -22,7 +23,7 @@ start, got = time.monotonic(), 0
 while got < n:
     got += len(peer.recv(1 << 16))
 sys.exit(0 if time.monotonic() - start > float(sys.argv[2]) else 9)
-'''
+"""
 
 
 def test_rates_are_parsed_and_typos_refused():
@@ -49,11 +50,14 @@ def test_job_plan_places_roles_on_hosts_in_turn():
     hosts = [netem.Host('10.0.0.1', ()), netem.Host('10.0.0.2', ())]
     plan = job_plan(['w'], workers=2, servers=2, port=1234, hosts=hosts)
     placed = {name: env['DMLC_NODE_HOST'] for name, _, env, _ in plan}
-    assert placed == {'scheduler': '10.0.0.1', 'server 0': '10.0.0.1',
-                      'server 1': '10.0.0.2', 'worker 0': '10.0.0.1',
-                      'worker 1': '10.0.0.2'}
-    assert {env['DMLC_PS_ROOT_URI'] for _, _, env, _ in plan} == \
-        {'10.0.0.1'}
+    assert placed == {
+        'scheduler': '10.0.0.1',
+        'server 0': '10.0.0.1',
+        'server 1': '10.0.0.2',
+        'worker 0': '10.0.0.1',
+        'worker 1': '10.0.0.2',
+    }
+    assert {env['DMLC_PS_ROOT_URI'] for _, _, env, _ in plan} == {'10.0.0.1'}
 
 
 def test_model_shape_follows_the_placement():
@@ -64,44 +68,58 @@ def test_model_shape_follows_the_placement():
     fast = be.predict_step(0.01, '10gbit')
     slow = be.predict_step(0.01, '100mbit')
     assert slow - 0.01 == pytest.approx(
-        dp.costmodel.allreduce_time('cpu', 2, n, 100e6 / 8, 50e-6))
+        dp.costmodel.allreduce_time('cpu', 2, n, 100e6 / 8, 50e-6)
+    )
     assert fast < slow
 
 
-@pytest.mark.skipif(netem.why_not(1) is not None,
-                    reason='no rate-limited namespace here')
+@pytest.mark.skipif(
+    netem.why_not(1) is not None, reason='no rate-limited namespace here'
+)
 def test_rate_limited_loopback_is_slower_than_the_rate_allows():
     """5 MB at 10 Mbit/s cannot arrive in less than 3 s (4 s at the full
     rate); the bytes are counted as usual."""
     status, sent = loopback.run_counting_bytes(
-        [sys.executable, '-c', SEND, '5000000', '3'], timeout=60,
-        rate='10mbit')
+        [sys.executable, '-c', SEND, '5000000', '3'], timeout=60, rate='10mbit'
+    )
     assert status == 0
     assert 5_000_000 <= sent < 5_300_000
 
 
-@pytest.mark.skipif(netem.why_not(2) is not None,
-                    reason='two emulated hosts need root here')
+@pytest.mark.skipif(
+    netem.why_not(2) is not None, reason='two emulated hosts need root here'
+)
 def test_two_hosts_reach_each_other_only_over_the_link():
     """A process on host 2 reaches host 1's address; every byte it sends
     crosses the link and is counted, and the namespaces are gone after."""
     import subprocess
-    listen = ('import socket; s = socket.socket(); s.bind(("10.99.0.1", '
-              '5000)); s.listen(); c, _ = s.accept(); n = 0\n'
-              'while True:\n    d = c.recv(65536)\n    n += len(d)\n'
-              '    if not d: break\nprint(n)')
-    talk = ('import socket, time; time.sleep(1); '
-            'c = socket.create_connection(("10.99.0.1", 5000)); '
-            'c.sendall(b"x" * 1000000); c.close()')
+
+    listen = (
+        'import socket; s = socket.socket(); s.bind(("10.99.0.1", '
+        '5000)); s.listen(); c, _ = s.accept(); n = 0\n'
+        'while True:\n    d = c.recv(65536)\n    n += len(d)\n'
+        '    if not d: break\nprint(n)'
+    )
+    talk = (
+        'import socket, time; time.sleep(1); '
+        'c = socket.create_connection(("10.99.0.1", 5000)); '
+        'c.sendall(b"x" * 1000000); c.close()'
+    )
     with netem.EmulatedHosts('100mbit') as net:
-        server = subprocess.Popen([*net.hosts[0].prefix, sys.executable,
-                                   '-c', listen], stdout=subprocess.PIPE,
-                                  text=True)
-        subprocess.run([*net.hosts[1].prefix, sys.executable, '-c', talk],
-                       check=True, timeout=60)
+        server = subprocess.Popen(
+            [*net.hosts[0].prefix, sys.executable, '-c', listen],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        subprocess.run(
+            [*net.hosts[1].prefix, sys.executable, '-c', talk],
+            check=True,
+            timeout=60,
+        )
         assert server.communicate(timeout=60)[0].strip() == '1000000'
         assert 1_000_000 <= net.sent() < 1_200_000
         names = net.names
-    listed = subprocess.run(['ip', 'netns', 'list'], capture_output=True,
-                            text=True).stdout
+    listed = subprocess.run(
+        ['ip', 'netns', 'list'], capture_output=True, text=True
+    ).stdout
     assert not any(name in listed for name in names)

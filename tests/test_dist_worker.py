@@ -1,12 +1,16 @@
 """Checkpoints of the multi-process worker: they pair, and a corrupt or
 foreign one is a clear error naming the file and what to do."""
+
 import numpy as onp
 import pytest
 from numpy.testing import assert_array_equal
 
 import d2lpar as dp
-from d2lpar.dist.worker import (CheckpointError, load_checkpoint,
-                                save_checkpoint)
+from d2lpar.dist.worker import (
+    CheckpointError,
+    load_checkpoint,
+    save_checkpoint,
+)
 
 SHAPES = [s for _, s in dp.LENET_SHAPES]
 
@@ -36,9 +40,10 @@ def test_the_count_of_arrays_comes_from_the_model(tmp_path):
 
 def test_other_number_of_workers_is_refused(tmp_path):
     path, _ = saved(tmp_path, workers=4)
-    with pytest.raises(CheckpointError,
-                       match=f'{path} was written by a job of 4 workers, '
-                             f'not 2.*--workers 4'):
+    with pytest.raises(
+        CheckpointError,
+        match=f'{path} was written by a job of 4 workers, not 2.*--workers 4',
+    ):
         load_checkpoint(path, 2, SHAPES)
 
 
@@ -48,8 +53,9 @@ def test_other_model_is_refused(tmp_path):
         load_checkpoint(path, 2, SHAPES[:-1] + [(10, 10)])
 
 
-@pytest.mark.parametrize('damage', ['truncated', 'pickle', 'old format',
-                                    'empty'])
+@pytest.mark.parametrize(
+    'damage', ['truncated', 'pickle', 'old format', 'empty']
+)
 def test_unreadable_checkpoint_names_the_file(tmp_path, damage):
     """Truncated, pickled, foreign (the old arr_0... layout) or empty
     files: the error names the file and says to delete it or drop
@@ -59,7 +65,7 @@ def test_unreadable_checkpoint_names_the_file(tmp_path, damage):
         with open(path, 'rb') as f:
             data = f.read()
         with open(path, 'wb') as f:
-            f.write(data[:len(data) // 2])
+            f.write(data[: len(data) // 2])
     elif damage == 'pickle':
         with open(path, 'wb') as f:
             onp.save(f, onp.array([{'a': 1}], dtype=object))
@@ -68,7 +74,9 @@ def test_unreadable_checkpoint_names_the_file(tmp_path, damage):
             onp.savez(f, *[p.asnumpy() for p in params], epoch=1)
     else:
         open(path, 'wb').close()
-    with pytest.raises(CheckpointError,
-                       match=f'{path} is not a readable d2lpar checkpoint.*'
-                             f'Delete it.*drop --resume'):
+    with pytest.raises(
+        CheckpointError,
+        match=f'{path} is not a readable d2lpar checkpoint.*'
+        f'Delete it.*drop --resume',
+    ):
         load_checkpoint(path, 2, SHAPES)

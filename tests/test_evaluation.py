@@ -1,4 +1,5 @@
 """d2lpar.evaluation: accuracy on one device and spread over several."""
+
 import mxnet as mx
 import numpy as onp
 import pytest
@@ -13,7 +14,7 @@ def half_right_batch(params, n=12, seed=0):
     X = np.array(rng.uniform(size=(n, 1, 28, 28)), dtype='float32')
     preds = dp.lenet(X, params).argmax(axis=1).asnumpy().astype('int32')
     y = preds.copy()
-    y[n // 2:] = (preds[n // 2:] + 1) % 10
+    y[n // 2 :] = (preds[n // 2 :] + 1) % 10
     return X, np.array(y, dtype='int32')
 
 
@@ -37,11 +38,16 @@ def test_sharded_equals_single_device(k):
     assert got == want == pytest.approx(14 / 29)
 
 
-@pytest.mark.parametrize('evaluate, args', [
-    (dp.evaluate_accuracy, (dp.init_lenet_params(), [], mx.cpu(0))),
-    (dp.evaluate_accuracy_sharded, ([dp.init_lenet_params()], [],
-                                    [mx.cpu(0)])),
-])
+@pytest.mark.parametrize(
+    'evaluate, args',
+    [
+        (dp.evaluate_accuracy, (dp.init_lenet_params(), [], mx.cpu(0))),
+        (
+            dp.evaluate_accuracy_sharded,
+            ([dp.init_lenet_params()], [], [mx.cpu(0)]),
+        ),
+    ],
+)
 def test_empty_iterator(evaluate, args):
     """An iterator without examples is an error, not a division by 0."""
     with pytest.raises(ValueError, match='no examples'):

@@ -1,4 +1,5 @@
 """d2lpar.figures: each helper returns a Figure with the promised marks."""
+
 import matplotlib.pyplot as plt
 from matplotlib.patches import Rectangle
 
@@ -9,10 +10,14 @@ def test_parallelism_schemes_has_three_panels():
     """Three titled panels, each with drawn boxes."""
     fig = dp.draw_parallelism_schemes()
     titles = [ax.get_title() for ax in fig.axes]
-    assert titles == ['network partitioning', 'layer-wise partitioning',
-                      'data parallelism']
-    boxes = [sum(isinstance(p, Rectangle) for p in ax.patches)
-             for ax in fig.axes]
+    assert titles == [
+        'network partitioning',
+        'layer-wise partitioning',
+        'data parallelism',
+    ]
+    boxes = [
+        sum(isinstance(p, Rectangle) for p in ax.patches) for ax in fig.axes
+    ]
     assert boxes == [4, 8, 10]  # layers; half-layers; 2 nets + 2 batches
     plt.close(fig)
 
@@ -29,12 +34,16 @@ def test_plot_split_one_box_per_example():
 
 def test_plot_accuracy_draws_each_run():
     """One accuracy line per run and one bar of seconds per run."""
-    runs = [dp.TrainResult([0.1, 0.5], [2.0, 2.0], [], 256, 0.2),
-            dp.TrainResult([0.1, 0.6], [1.0, 3.0], [], 256, 0.2)]
+    runs = [
+        dp.TrainResult([0.1, 0.5], [2.0, 2.0], [], 256, 0.2),
+        dp.TrainResult([0.1, 0.6], [1.0, 3.0], [], 256, 0.2),
+    ]
     fig = dp.plot_accuracy(runs, ['1 device', '2 devices'])
     ax_acc, ax_time = fig.axes
-    assert [list(line.get_ydata()) for line in ax_acc.lines] == \
-        [[0.1, 0.5], [0.1, 0.6]]
+    assert [list(line.get_ydata()) for line in ax_acc.lines] == [
+        [0.1, 0.5],
+        [0.1, 0.6],
+    ]
     assert [bar.get_height() for bar in ax_time.patches] == [2.0, 2.0]
     plt.close(fig)
 
@@ -53,11 +62,11 @@ def test_plot_traffic_draws_the_counted_bytes():
     """One line per schedule; each point is the busiest device's received
     bytes over N, as costmodel.busiest_bytes states them."""
     from d2lpar.costmodel import busiest_bytes
+
     ks = (2, 4, 8)
     fig = dp.figures.plot_traffic(4 * 840, ks)
     lines = fig.axes[0].lines
-    assert [line.get_label() for line in lines] == \
-        list(dp.schedules.SCHEDULES)
+    assert [line.get_label() for line in lines] == list(dp.schedules.SCHEDULES)
     for line in lines:
         want = [busiest_bytes(line.get_label(), k, 1.0) for k in ks]
         assert list(line.get_ydata()) == want
@@ -68,9 +77,11 @@ def test_plot_cost_model_draws_the_model():
     """Every curve is costmodel.allreduce_time in milliseconds."""
     fig = dp.figures.plot_cost_model(1e6, 1e9, 1e-5, ks=(2, 3, 4))
     for line in fig.axes[0].lines:
-        want = [1e3 * dp.costmodel.allreduce_time(line.get_label(), k,
-                                                  1e6, 1e9, 1e-5)
-                for k in (2, 3, 4)]
+        want = [
+            1e3
+            * dp.costmodel.allreduce_time(line.get_label(), k, 1e6, 1e9, 1e-5)
+            for k in (2, 3, 4)
+        ]
         assert list(line.get_ydata()) == want
     plt.close(fig)
 
@@ -79,9 +90,12 @@ def test_every_benchmark_row_and_model_curve_has_its_own_style():
     """LINE_STYLES names every row the benchmark writes and every
     algorithm of the cost model, and no two share a style."""
     from d2lpar.bench.allreduce import ALGORITHMS, BASELINES
-    names = set(BASELINES) | set(ALGORITHMS) | \
-        set(dp.costmodel.MESSAGE_PATTERNS)
+
+    names = (
+        set(BASELINES) | set(ALGORITHMS) | set(dp.costmodel.MESSAGE_PATTERNS)
+    )
     assert names <= set(dp.figures.LINE_STYLES)
-    styles = [tuple(sorted(s.items()))
-              for s in dp.figures.LINE_STYLES.values()]
+    styles = [
+        tuple(sorted(s.items())) for s in dp.figures.LINE_STYLES.values()
+    ]
     assert len(set(styles)) == len(styles)

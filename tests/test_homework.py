@@ -4,6 +4,7 @@ mistake code is named for the bug it stands for.
 Each buggy implementation below makes one mistake a student makes; its
 test fails if the check stops naming that mistake (and only it).
 """
+
 import pytest
 from d2l import mxnet as d2l
 from mxnet import autograd, np, npx
@@ -38,8 +39,7 @@ def ar_mean(data):
 def ar_neighbour(data):
     # Each device adds its neighbour's array: right for 2 devices only.
     k = len(data)
-    new = [data[i] + data[(i + 1) % k].copyto(data[i].ctx)
-           for i in range(k)]
+    new = [data[i] + data[(i + 1) % k].copyto(data[i].ctx) for i in range(k)]
     for a, b in zip(data, new):
         a[:] = b
 
@@ -77,8 +77,9 @@ def ring_chain_whole(k):
     # Pass the whole array along the chain, then back around: k-1 + k-1
     # steps, but every middle device moves 2 N bytes.
     up = [[Transfer(i, i + 1, None, True)] for i in range(k - 1)]
-    down = [[Transfer((k - 1 + i) % k, i % k, None, False)]
-            for i in range(k - 1)]
+    down = [
+        [Transfer((k - 1 + i) % k, i % k, None, False)] for i in range(k - 1)
+    ]
     return up + [[t for t in step] for step in down]
 
 
@@ -88,9 +89,11 @@ def ring_one_per_step(k):
 
 def ring_gather_off_by_one(k):
     # The all-gather sends the chunk it has just received, one too early.
-    reduce_scatter = ring_schedule(k)[:k - 1]
-    all_gather = [[Transfer(i, (i + 1) % k, (i - s) % k, False)
-                   for i in range(k)] for s in range(k - 1)]
+    reduce_scatter = ring_schedule(k)[: k - 1]
+    all_gather = [
+        [Transfer(i, (i + 1) % k, (i - s) % k, False) for i in range(k)]
+        for s in range(k - 1)
+    ]
     return reduce_scatter + all_gather
 
 
@@ -108,8 +111,8 @@ def _slices(X, y, devices, sizes, y_sizes=None):
     _check_sizes(X, devices)
     out_X, out_y, start, y_start = [], [], 0, 0
     for d, size, ys in zip(devices, sizes, y_sizes or sizes):
-        out_X.append(X[start:start + size].as_in_ctx(d))
-        out_y.append(y[y_start:y_start + ys].as_in_ctx(d))
+        out_X.append(X[start : start + size].as_in_ctx(d))
+        out_y.append(y[y_start : y_start + ys].as_in_ctx(d))
         start, y_start = start + size, y_start + ys
     return out_X, out_y
 
@@ -123,17 +126,25 @@ def sb_overlaps(X, y, devices):
     _check_sizes(X, devices)
     n, k = X.shape[0], len(devices)
     base, extra = n // k, n % k
-    return ([X[i * base:(i + 1) * base + extra].as_in_ctx(d)
-             for i, d in enumerate(devices)],
-            [y[i * base:(i + 1) * base + extra].as_in_ctx(d)
-             for i, d in enumerate(devices)])
+    return (
+        [
+            X[i * base : (i + 1) * base + extra].as_in_ctx(d)
+            for i, d in enumerate(devices)
+        ],
+        [
+            y[i * base : (i + 1) * base + extra].as_in_ctx(d)
+            for i, d in enumerate(devices)
+        ],
+    )
 
 
 def sb_strided(X, y, devices):
     _check_sizes(X, devices)
     k = len(devices)
-    return ([X[i::k].as_in_ctx(d) for i, d in enumerate(devices)],
-            [y[i::k].as_in_ctx(d) for i, d in enumerate(devices)])
+    return (
+        [X[i::k].as_in_ctx(d) for i, d in enumerate(devices)],
+        [y[i::k].as_in_ctx(d) for i, d in enumerate(devices)],
+    )
 
 
 def sb_labels_shifted(X, y, devices):
@@ -143,8 +154,10 @@ def sb_labels_shifted(X, y, devices):
 
 def sb_one_device(X, y, devices):
     X_shards, y_shards = dp.split_batch(X, y, devices)
-    return ([x.as_in_ctx(devices[0]) for x in X_shards],
-            [t.as_in_ctx(devices[0]) for t in y_shards])
+    return (
+        [x.as_in_ctx(devices[0]) for x in X_shards],
+        [t.as_in_ctx(devices[0]) for t in y_shards],
+    )
 
 
 def sb_remainder_last(X, y, devices):
@@ -154,10 +167,16 @@ def sb_remainder_last(X, y, devices):
 
 def sb_no_check(X, y, devices):
     sizes = shard_sizes(X.shape[0], len(devices))  # no size check
-    return ([X[sum(sizes[:i]):sum(sizes[:i + 1])].as_in_ctx(d)
-             for i, d in enumerate(devices)],
-            [y[sum(sizes[:i]):sum(sizes[:i + 1])].as_in_ctx(d)
-             for i, d in enumerate(devices)])
+    return (
+        [
+            X[sum(sizes[:i]) : sum(sizes[: i + 1])].as_in_ctx(d)
+            for i, d in enumerate(devices)
+        ],
+        [
+            y[sum(sizes[:i]) : sum(sizes[: i + 1])].as_in_ctx(d)
+            for i, d in enumerate(devices)
+        ],
+    )
 
 
 def sb_float32(X, y, devices):
@@ -175,20 +194,33 @@ def sb_only_X(X, y, devices):
 def _shard_counts(device_params, data_iter, devices):
     for X, y in data_iter:
         X_shards, y_shards = dp.split_batch(X, y, devices)
-        yield [(int((dp.lenet(Xs, p).argmax(axis=1).astype('int32')
-                     == ys).sum()), ys.shape[0])
-               for Xs, ys, p in zip(X_shards, y_shards, device_params)]
+        yield [
+            (
+                int(
+                    (
+                        dp.lenet(Xs, p).argmax(axis=1).astype('int32') == ys
+                    ).sum()
+                ),
+                ys.shape[0],
+            )
+            for Xs, ys, p in zip(X_shards, y_shards, device_params)
+        ]
 
 
 def ev_batch_mean(device_params, data_iter, devices):
-    accs = [sum(c for c, _ in b) / sum(n for _, n in b)
-            for b in _shard_counts(device_params, data_iter, devices)]
+    accs = [
+        sum(c for c, _ in b) / sum(n for _, n in b)
+        for b in _shard_counts(device_params, data_iter, devices)
+    ]
     return sum(accs) / len(accs)
 
 
 def ev_shard_mean(device_params, data_iter, devices):
-    accs = [c / n for b in _shard_counts(device_params, data_iter, devices)
-            for c, n in b]
+    accs = [
+        c / n
+        for b in _shard_counts(device_params, data_iter, devices)
+        for c, n in b
+    ]
     return sum(accs) / len(accs)
 
 
@@ -198,8 +230,9 @@ def ev_first_shard(device_params, data_iter, devices):
 
 
 def ev_off_by_one(device_params, data_iter, devices):
-    b = [s for x in _shard_counts(device_params, data_iter, devices)
-         for s in x]
+    b = [
+        s for x in _shard_counts(device_params, data_iter, devices) for s in x
+    ]
     return sum(c for c, _ in b) / (sum(n for _, n in b) + 1)
 
 
@@ -209,8 +242,10 @@ def ev_off_by_one(device_params, data_iter, devices):
 def _grads(X, y, device_params, devices):
     X_shards, y_shards = dp.split_batch(X, y, devices)
     with autograd.record():
-        ls = [dp.cross_entropy(dp.lenet(Xs, p), ys).sum()
-              for Xs, ys, p in zip(X_shards, y_shards, device_params)]
+        ls = [
+            dp.cross_entropy(dp.lenet(Xs, p), ys).sum()
+            for Xs, ys, p in zip(X_shards, y_shards, device_params)
+        ]
     for l in ls:
         l.backward()
     return X_shards
@@ -263,9 +298,13 @@ def tb_stale(X, y, device_params, devices, lr):
     _grads(X, y, device_params, devices)
     for j in range(len(device_params[0])):
         dp.allreduce([p[j].grad for p in device_params])
-    _, buffers = _BUFFERS.setdefault(id(device_params), (
-        device_params, [[np.zeros_like(q) for q in p]
-                        for p in device_params]))
+    _, buffers = _BUFFERS.setdefault(
+        id(device_params),
+        (
+            device_params,
+            [[np.zeros_like(q) for q in p] for p in device_params],
+        ),
+    )
     for p, bufs in zip(device_params, buffers):
         for q, b in zip(p, bufs):
             b += q.grad  # never reset between steps
@@ -307,8 +346,13 @@ def acc_never_zeroed(X, y, device_params, devices, lr, accumulate=1):
 def acc_micro_scale(X, y, device_params, devices, lr, accumulate=1):
     micro = micro_batches(X, y, accumulate)
     reference.train_batch_accumulate(
-        X, y, device_params, devices,
-        lr * X.shape[0] / micro[0][0].shape[0], accumulate)
+        X,
+        y,
+        device_params,
+        devices,
+        lr * X.shape[0] / micro[0][0].shape[0],
+        accumulate,
+    )
 
 
 def acc_no_allreduce(X, y, device_params, devices, lr, accumulate=1):
@@ -334,8 +378,9 @@ def avg_sums(device_params):
 def avg_rebinds(device_params):
     k = len(device_params)
     for j in range(len(device_params[0])):
-        total = sum(p[j].copyto(device_params[0][j].ctx)
-                    for p in device_params)
+        total = sum(
+            p[j].copyto(device_params[0][j].ctx) for p in device_params
+        )
         for p in device_params:
             p[j] = (total / k).copyto(p[j].ctx)
 
@@ -343,16 +388,18 @@ def avg_rebinds(device_params):
 def avg_first_only(device_params):
     k = len(device_params)
     for j in range(len(device_params[0])):
-        total = sum(p[j].copyto(device_params[0][j].ctx)
-                    for p in device_params)
+        total = sum(
+            p[j].copyto(device_params[0][j].ctx) for p in device_params
+        )
         device_params[0][j][:] = total / k
 
 
 def avg_one_device(device_params):
     k = len(device_params)
     for j in range(len(device_params[0])):
-        total = sum(p[j].copyto(device_params[0][j].ctx)
-                    for p in device_params)
+        total = sum(
+            p[j].copyto(device_params[0][j].ctx) for p in device_params
+        )
         for p in device_params[1:]:
             p[j] = total / k
         device_params[0][j][:] = total / k
@@ -437,14 +484,23 @@ BUGS = [
     (dp.check_train_epoch, ep_local, 'replicas-diverge'),
 ]
 
-CHECKS = [dp.check_allreduce, dp.check_ring_schedule, dp.check_split_batch,
-          dp.check_evaluate, dp.check_train_batch,
-          dp.check_grad_accumulation, dp.check_average_params,
-          dp.check_train_epoch]
+CHECKS = [
+    dp.check_allreduce,
+    dp.check_ring_schedule,
+    dp.check_split_batch,
+    dp.check_evaluate,
+    dp.check_train_batch,
+    dp.check_grad_accumulation,
+    dp.check_average_params,
+    dp.check_train_epoch,
+]
 
 
-@pytest.mark.parametrize('check, bug, code', BUGS,
-                         ids=[f'{c.__name__}-{code}' for c, _, code in BUGS])
+@pytest.mark.parametrize(
+    'check, bug, code',
+    BUGS,
+    ids=[f'{c.__name__}-{code}' for c, _, code in BUGS],
+)
 def test_bug_is_named(check, bug, code):
     """The buggy implementation fails, and every failing case names
     exactly the mistake it makes."""
@@ -468,9 +524,11 @@ REFERENCES = [
 ]
 
 
-@pytest.mark.parametrize('check, fn', REFERENCES,
-                         ids=[f'{c.__name__}-{f.__name__}'
-                              for c, f in REFERENCES])
+@pytest.mark.parametrize(
+    'check, fn',
+    REFERENCES,
+    ids=[f'{c.__name__}-{f.__name__}' for c, f in REFERENCES],
+)
 def test_reference_passes(check, fn):
     """The library's (or the homework's) reference passes every case."""
     report = check(fn)
@@ -514,8 +572,7 @@ def test_report_shows_first_failure_everywhere():
     report = dp.check_allreduce(ar_mean)
     first = report.failures[0]
     assert first.mistake == 'averaged'
-    for text in (str(report), report._repr_markdown_(),
-                 report._repr_html_()):
+    for text in (str(report), report._repr_markdown_(), report._repr_html_()):
         assert first.case in text
         assert 'averaged' in text
         assert 'expected every array' in text

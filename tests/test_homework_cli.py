@@ -1,11 +1,12 @@
 """`python -m d2lpar check`: exit status and JSON shape for graders."""
+
 import json
 import subprocess
 import sys
 
 from d2lpar.cli import main
 
-GOOD = '''
+GOOD = """
 def split_batch(X, y, devices):
     n, k = X.shape[0], len(devices)
     if n < k or y.shape[0] != n:
@@ -17,16 +18,16 @@ def split_batch(X, y, devices):
         y_shards.append(y[start:start + size].as_in_ctx(d))
         start += size
     return X_shards, y_shards
-'''
+"""
 
-BAD = '''
+BAD = """
 from d2lpar import split_batch   # imported, not written: not graded
 
 
 def allreduce(data):
     for i in range(1, len(data)):
         data[0][:] += data[i].copyto(data[0].ctx)
-'''
+"""
 
 
 def _write(tmp_path, name, text):
@@ -61,8 +62,13 @@ def test_failing_file_exits_1_naming_the_mistake(tmp_path, capsys):
     [report] = out['files'][0]['reports']
     assert report['function'] == 'allreduce'
     assert report['mistakes'] == ['not-broadcast']
-    assert set(report['failures'][0]) == {'mistake', 'case', 'message',
-                                          'hint', 'traceback'}
+    assert set(report['failures'][0]) == {
+        'mistake',
+        'case',
+        'message',
+        'hint',
+        'traceback',
+    }
 
 
 def test_folder_is_graded_file_by_file(tmp_path):
@@ -71,9 +77,12 @@ def test_folder_is_graded_file_by_file(tmp_path):
     because one fails."""
     _write(tmp_path, 'alice.py', GOOD)
     _write(tmp_path, 'bob.py', BAD)
-    run = subprocess.run([sys.executable, '-m', 'd2lpar', 'check',
-                          str(tmp_path)], capture_output=True, text=True,
-                         timeout=300)
+    run = subprocess.run(
+        [sys.executable, '-m', 'd2lpar', 'check', str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 1, run.stderr
     assert f'== {tmp_path / "alice.py"}: PASSED' in run.stdout
     assert f'== {tmp_path / "bob.py"}: FAILED' in run.stdout

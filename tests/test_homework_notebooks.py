@@ -1,11 +1,11 @@
 """The assignment notebooks: students get no solution, teachers' run."""
+
 import pathlib
 
 import jupytext
 import pytest
 
-from d2lpar.homework.notebooks import (MARKERS, build, execute,
-                                      student_version)
+from d2lpar.homework.notebooks import MARKERS, build, execute, student_version
 
 HOMEWORK = pathlib.Path(__file__).resolve().parent.parent / 'homework'
 ASSIGNMENTS = sorted(HOMEWORK.glob('[0-9]*.md'))
@@ -13,9 +13,11 @@ ASSIGNMENTS = sorted(HOMEWORK.glob('[0-9]*.md'))
 
 def _solution_lines(cell):
     lines = cell.source.splitlines()
-    begin, end = (next(i for i, line in enumerate(lines)
-                       if line.strip() == m) for m in MARKERS)
-    return [l.strip() for l in lines[begin + 1:end] if l.strip()]
+    begin, end = (
+        next(i for i, line in enumerate(lines) if line.strip() == m)
+        for m in MARKERS
+    )
+    return [l.strip() for l in lines[begin + 1 : end] if l.strip()]
 
 
 def _is_solution(cell):
@@ -25,8 +27,13 @@ def _is_solution(cell):
 def test_six_assignments():
     """The six assignments the issue lists are there."""
     assert [p.stem for p in ASSIGNMENTS] == [
-        '01-allreduce', '02-ring-schedule', '03-split-batch',
-        '04-grad-accumulation', '05-averaging', '06-overlap']
+        '01-allreduce',
+        '02-ring-schedule',
+        '03-split-batch',
+        '04-grad-accumulation',
+        '05-averaging',
+        '06-overlap',
+    ]
 
 
 @pytest.mark.parametrize('path', ASSIGNMENTS, ids=lambda p: p.stem)
@@ -37,17 +44,24 @@ def test_student_version_has_no_solution(path):
     student = student_version(teacher)
     pairs = list(zip(teacher.cells, student.cells))
     assert len(teacher.cells) == len(student.cells)
-    code = [(t, s) for t, s in pairs
-            if _is_solution(t) and t.cell_type == 'code']
-    answers = [(t, s) for t, s in pairs
-               if _is_solution(t) and t.cell_type == 'markdown']
+    code = [
+        (t, s) for t, s in pairs if _is_solution(t) and t.cell_type == 'code'
+    ]
+    answers = [
+        (t, s)
+        for t, s in pairs
+        if _is_solution(t) and t.cell_type == 'markdown'
+    ]
     assert code and answers
     for t, s in code:
         assert 'raise NotImplementedError()' in s.source
-        left = [l for l in _solution_lines(t)
-                if l in [x.strip() for x in s.source.splitlines()]]
+        left = [
+            l
+            for l in _solution_lines(t)
+            if l in [x.strip() for x in s.source.splitlines()]
+        ]
         assert left == [], f'solution lines left in {path.name}: {left}'
-    for t, s in answers:
+    for _, s in answers:
         assert s.source == 'YOUR ANSWER HERE'
     text = '\n'.join(c.source for c in student.cells)
     assert not any(m in text for m in MARKERS)
@@ -70,8 +84,9 @@ def test_build_writes_student_notebooks_only_where_asked(tmp_path):
     notebooks elsewhere (nothing with solutions in the served one)."""
     student, teacher = tmp_path / 'extra', tmp_path / 'teacher'
     written = build(HOMEWORK, student, teacher)
-    assert [p.name for p in written] == [p.stem + '.ipynb'
-                                         for p in ASSIGNMENTS]
+    assert [p.name for p in written] == [
+        p.stem + '.ipynb' for p in ASSIGNMENTS
+    ]
     for p in student.iterdir():
         assert MARKERS[0] not in p.read_text()
     assert all(MARKERS[0] in p.read_text() for p in teacher.iterdir())
@@ -83,9 +98,12 @@ def test_teacher_notebook_executes_and_passes(path):
     """The teacher version runs top to bottom and every check in it
     passes (its output says so)."""
     nb = execute(jupytext.read(path))
-    reports = [o for c in nb.cells if c.cell_type == 'code'
-               and c.source.startswith('dp.check_')
-               for o in c.outputs]
+    reports = [
+        o
+        for c in nb.cells
+        if c.cell_type == 'code' and c.source.startswith('dp.check_')
+        for o in c.outputs
+    ]
     assert reports
     for out in reports:
         assert 'passed all' in out['data']['text/plain']

@@ -1,13 +1,20 @@
 """d2lpar.idx: reading the IDX files, and an error naming the file for
 every kind of corruption."""
+
 import numpy as onp
 import pytest
+from conftest import (
+    NAMES,
+    REAL_DIR,
+    idx_bytes,
+    needs_real_data,
+    write_fashion_dir,
+    write_gz,
+)
 from numpy.testing import assert_array_equal
 
 import d2lpar as dp
 from d2lpar.idx import IMAGE_MAGIC, LABEL_MAGIC, read_split
-from conftest import (NAMES, REAL_DIR, idx_bytes, needs_real_data,
-                      write_fashion_dir, write_gz)
 
 
 def corrupt(root, split, kind, raw):
@@ -16,17 +23,28 @@ def corrupt(root, split, kind, raw):
     return str(path)
 
 
-@pytest.mark.parametrize('make_bad, message', [
-    (lambda: idx_bytes(LABEL_MAGIC, onp.zeros((12, 28, 28))),
-     f'magic number {LABEL_MAGIC}'),
-    (lambda: idx_bytes(IMAGE_MAGIC, onp.zeros((12, 28, 28)))[:-100],
-     'truncated'),
-    (lambda: idx_bytes(IMAGE_MAGIC, onp.zeros((12, 28, 28))) + b'x',
-     'header'),
-    (lambda: idx_bytes(IMAGE_MAGIC, onp.zeros((12, 32, 32))),
-     'items of shape'),
-    (lambda: b'\x00\x00', 'too short'),
-])
+@pytest.mark.parametrize(
+    'make_bad, message',
+    [
+        (
+            lambda: idx_bytes(LABEL_MAGIC, onp.zeros((12, 28, 28))),
+            f'magic number {LABEL_MAGIC}',
+        ),
+        (
+            lambda: idx_bytes(IMAGE_MAGIC, onp.zeros((12, 28, 28)))[:-100],
+            'truncated',
+        ),
+        (
+            lambda: idx_bytes(IMAGE_MAGIC, onp.zeros((12, 28, 28))) + b'x',
+            'header',
+        ),
+        (
+            lambda: idx_bytes(IMAGE_MAGIC, onp.zeros((12, 32, 32))),
+            'items of shape',
+        ),
+        (lambda: b'\x00\x00', 'too short'),
+    ],
+)
 def test_corrupt_images_name_the_file(isolated_data, make_bad, message):
     """Wrong magic, truncated or padded data and wrong image size are a
     DatasetError whose message names the file."""
@@ -55,8 +73,9 @@ def test_label_out_of_range(isolated_data):
     labels = onp.zeros(12, onp.uint8)
     labels[3] = 11
     path = corrupt(root, 'test', 'labels', idx_bytes(LABEL_MAGIC, labels))
-    with pytest.raises(dp.DatasetError, match='label 11 is outside 0..9') \
-            as info:
+    with pytest.raises(
+        dp.DatasetError, match='label 11 is outside 0..9'
+    ) as info:
         dp.load_fashion_mnist(8, root=str(root))
     assert path in str(info.value)
 

@@ -1,5 +1,6 @@
 """Installing d2lpar: one home for the pins, and import errors that say
 which command fixes them."""
+
 import fnmatch
 import importlib.metadata
 import os
@@ -23,7 +24,8 @@ def pyproject():
 def all_pins():
     meta = pyproject()['project']
     return meta['dependencies'] + [
-        p for e in pins.EXTRAS for p in meta['optional-dependencies'][e]]
+        p for e in pins.EXTRAS for p in meta['optional-dependencies'][e]
+    ]
 
 
 def test_requirements_txt_is_generated_from_pyproject():
@@ -32,7 +34,8 @@ def test_requirements_txt_is_generated_from_pyproject():
     text = (ROOT / 'requirements.txt').read_text()
     assert text == pins.render(), (
         'requirements.txt is out of date; run: '
-        'python scripts/pins.py > requirements.txt')
+        'python scripts/pins.py > requirements.txt'
+    )
 
 
 def test_every_pin_is_exact_and_named_once():
@@ -75,10 +78,11 @@ def test_tests_run_on_the_pinned_stack():
 def test_every_subpackage_is_installed():
     """The package list of pyproject.toml covers bench/, dist/ and any
     other subpackage, so a non-editable install imports them."""
-    patterns = pyproject()['tool']['setuptools']['packages']['find'][
-        'include']
-    packages = ['.'.join(p.parent.relative_to(ROOT).parts)
-                for p in (ROOT / 'd2lpar').rglob('__init__.py')]
+    patterns = pyproject()['tool']['setuptools']['packages']['find']['include']
+    packages = [
+        '.'.join(p.parent.relative_to(ROOT).parts)
+        for p in (ROOT / 'd2lpar').rglob('__init__.py')
+    ]
     assert 'd2lpar.dist' in packages and 'd2lpar.bench' in packages
     for package in packages:
         assert any(fnmatch.fnmatch(package, pat) for pat in patterns), package
@@ -86,18 +90,23 @@ def test_every_subpackage_is_installed():
 
 def run_python(code):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, '-c', code], env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, '-c', code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
-BLOCK_MXNET = '''
+BLOCK_MXNET = """
 import importlib.abc, sys
 class NoMXNet(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
         if name == 'mxnet' or name.startswith('mxnet.'):
             raise ModuleNotFoundError("No module named 'mxnet'", name=name)
 sys.meta_path.insert(0, NoMXNet())
-'''
+"""
 
 
 def test_import_without_mxnet_names_the_install_command():
@@ -114,22 +123,30 @@ def test_import_without_mxnet_names_the_install_command():
 def test_unsupported_python_gets_a_sentence():
     """On a Python other than 3.11 the import warns, saying which Python
     works and why."""
-    done = run_python('import sys, warnings\n'
-                      'sys.version_info = (3, 12, 0, "final", 0)\n'
-                      'warnings.simplefilter("error", UserWarning)\n'
-                      'import d2lpar')
+    done = run_python(
+        'import sys, warnings\n'
+        'sys.version_info = (3, 12, 0, "final", 0)\n'
+        'warnings.simplefilter("error", UserWarning)\n'
+        'import d2lpar'
+    )
     assert done.returncode == 1
-    assert ('d2lpar is tested on Python 3.11 only' in done.stderr
-            and 'no wheels for Python 3.12+' in done.stderr), done.stderr
+    assert (
+        'd2lpar is tested on Python 3.11 only' in done.stderr
+        and 'no wheels for Python 3.12+' in done.stderr
+    ), done.stderr
 
 
-@pytest.mark.parametrize('variable, value', [
-    ('MXNET_CPU_TEMP_COPY', '64'),
-])
+@pytest.mark.parametrize(
+    'variable, value',
+    [
+        ('MXNET_CPU_TEMP_COPY', '64'),
+    ],
+)
 def test_import_side_effects_are_documented(variable, value):
     """The module docstring (help(d2lpar)) names what importing changes:
     the MXNet variable set, its value, and npx.set_np()."""
     import d2lpar
+
     doc = d2lpar.__doc__
     assert variable in doc and f'({value})' in doc and 'npx.set_np()' in doc
     assert d2lpar.CPU_TEMP_COPY == value
@@ -139,9 +156,17 @@ def test_help_starts_with_an_overview_by_chapter():
     """help(d2lpar) opens with one screen (under 45 lines) listing the
     main functions by chapter, each of them a real public name."""
     import d2lpar
+
     doc = d2lpar.__doc__
-    overview = doc[doc.index('Main functions'):doc.index('Install:')]
-    assert len(doc[:doc.index('Install:')].splitlines()) < 45
-    for name in ('train', 'train_batch', 'allreduce', 'split_batch',
-                 'check_allreduce', 'train_concise', 'devices'):
+    overview = doc[doc.index('Main functions') : doc.index('Install:')]
+    assert len(doc[: doc.index('Install:')].splitlines()) < 45
+    for name in (
+        'train',
+        'train_batch',
+        'allreduce',
+        'split_batch',
+        'check_allreduce',
+        'train_concise',
+        'devices',
+    ):
         assert f' {name}' in overview and hasattr(d2lpar, name), name

@@ -1,4 +1,5 @@
 """d2lpar.kvstore_allreduce: MXNet's kvstore under the same contract."""
+
 import mxnet as mx
 import numpy as onp
 import pytest
@@ -19,8 +20,9 @@ def test_every_array_holds_the_sum(kind, k):
     dp.kvstore_allreduce(data, kind)
     for i, a in enumerate(data):
         assert a.ctx == mx.cpu(i)
-        assert_allclose(a.asnumpy(), onp.sum(values, axis=0), rtol=1e-6,
-                        atol=1e-6)
+        assert_allclose(
+            a.asnumpy(), onp.sum(values, axis=0), rtol=1e-6, atol=1e-6
+        )
 
 
 def test_unknown_kind():
@@ -40,10 +42,10 @@ def test_store_is_replaced_before_it_outgrows_max_keys():
     keys in one store (a fresh store replaces a full one), and every
     result is still the sum."""
     from d2lpar import kvstore
+
     devices = [mx.cpu(0), mx.cpu(1)]
     for n in range(1, kvstore.MAX_KEYS + 10):
-        data = [np.full(n, float(i + 1), ctx=d)
-                for i, d in enumerate(devices)]
+        data = [np.full(n, float(i + 1), ctx=d) for i, d in enumerate(devices)]
         dp.kvstore_allreduce(data)
         assert_allclose(data[1].asnumpy(), onp.full(n, 3.0))
         assert len(kvstore._STORES['device'][1]) <= kvstore.MAX_KEYS

@@ -1,4 +1,5 @@
 """d2lpar.model: LeNet's parameters and forward pass."""
+
 import numpy as onp
 import pytest
 from mxnet import gluon, np
@@ -32,12 +33,14 @@ def test_lenet_matches_gluon_reference():
     same weights (tolerance 1e-5): the architecture is the chapter's."""
     params = dp.init_lenet_params(0, scale=0.1)
     net = gluon.nn.Sequential()
-    net.add(gluon.nn.Conv2D(20, 3, activation='relu'),
-            gluon.nn.AvgPool2D(2, 2),
-            gluon.nn.Conv2D(50, 5, activation='relu'),
-            gluon.nn.AvgPool2D(2, 2),
-            gluon.nn.Dense(128, activation='relu'),
-            gluon.nn.Dense(10))
+    net.add(
+        gluon.nn.Conv2D(20, 3, activation='relu'),
+        gluon.nn.AvgPool2D(2, 2),
+        gluon.nn.Conv2D(50, 5, activation='relu'),
+        gluon.nn.AvgPool2D(2, 2),
+        gluon.nn.Dense(128, activation='relu'),
+        gluon.nn.Dense(10),
+    )
     net.initialize()
     X = np.random.uniform(size=(5, 1, 28, 28))
     net(X)  # infer shapes
@@ -47,8 +50,9 @@ def test_lenet_matches_gluon_reference():
         # Dense stores (out, in); the chapter's matrices are (in, out).
         layer.weight.set_data(W.T if W.ndim == 2 else W)
         layer.bias.set_data(b)
-    assert_allclose(dp.lenet(X, params).asnumpy(), net(X).asnumpy(),
-                    rtol=1e-5, atol=1e-6)
+    assert_allclose(
+        dp.lenet(X, params).asnumpy(), net(X).asnumpy(), rtol=1e-5, atol=1e-6
+    )
 
 
 def test_lenet_output_shape():

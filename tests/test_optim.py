@@ -1,5 +1,6 @@
 """d2lpar.optim: stateful optimizers keep replicas identical and equal
 the one-device step."""
+
 import mxnet as mx
 import numpy as onp
 import pytest
@@ -14,9 +15,13 @@ BATCH_SIZES = (12, 11, 7, 12)  # 11 and 7 do not divide by 2 or 3
 
 def make_batches(sizes=BATCH_SIZES, seed=0):
     rng = onp.random.default_rng(seed)
-    return [(np.array(rng.uniform(size=(n, 1, 28, 28)), dtype='float32'),
-             np.array(rng.integers(0, 10, n), dtype='int32'))
-            for n in sizes]
+    return [
+        (
+            np.array(rng.uniform(size=(n, 1, 28, 28)), dtype='float32'),
+            np.array(rng.integers(0, 10, n), dtype='int32'),
+        )
+        for n in sizes
+    ]
 
 
 def run(k, optimizer, batches, check_identical=True):
@@ -26,8 +31,9 @@ def run(k, optimizer, batches, check_identical=True):
     device_params = [dp.get_params(start, d) for d in devices]
     states = optim.init_states(optimizer, device_params)
     for X, y in batches:
-        optim.train_batch_optim(X, y, device_params, states, devices,
-                                optimizer)
+        optim.train_batch_optim(
+            X, y, device_params, states, devices, optimizer
+        )
         if check_identical:
             for replica in device_params[1:]:
                 for p, q in zip(device_params[0], replica):
@@ -57,15 +63,21 @@ def reference(name, lr, batches, mu=0.9, b1=0.9, b2=0.999, eps=1e-8):
             else:
                 m[j] = b1 * m[j] + (1 - b1) * g
                 v[j] = b2 * v[j] + (1 - b2) * g * g
-                w[j] -= lr * (m[j] / (1 - b1 ** t)) / (
-                    onp.sqrt(v[j] / (1 - b2 ** t)) + eps)
+                w[j] -= (
+                    lr
+                    * (m[j] / (1 - b1**t))
+                    / (onp.sqrt(v[j] / (1 - b2**t)) + eps)
+                )
     return w
 
 
-@pytest.mark.parametrize('name, make', [
-    ('momentum', lambda: optim.Momentum(0.1)),
-    ('adam', lambda: optim.Adam(0.01)),
-])
+@pytest.mark.parametrize(
+    'name, make',
+    [
+        ('momentum', lambda: optim.Momentum(0.1)),
+        ('adam', lambda: optim.Adam(0.01)),
+    ],
+)
 def test_one_device_matches_the_formulas(name, make):
     """On one device, Momentum and Adam equal a float64 NumPy reference
     of their published formulas (rtol 1e-4, atol 1e-5)."""
@@ -77,8 +89,9 @@ def test_one_device_matches_the_formulas(name, make):
 
 
 @pytest.mark.parametrize('k', [2, 3])
-@pytest.mark.parametrize('make', [lambda: optim.Momentum(0.1),
-                                  lambda: optim.Adam(0.01)])
+@pytest.mark.parametrize(
+    'make', [lambda: optim.Momentum(0.1), lambda: optim.Adam(0.01)]
+)
 def test_k_devices_equal_one_device(k, make):
     """k-device steps with optimizer state equal 1-device steps (rtol
     1e-4, atol 1e-5), uneven shards included."""
@@ -87,8 +100,9 @@ def test_k_devices_equal_one_device(k, make):
         assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize('make', [lambda: optim.Momentum(0.1),
-                                  lambda: optim.Adam(0.01)])
+@pytest.mark.parametrize(
+    'make', [lambda: optim.Momentum(0.1), lambda: optim.Adam(0.01)]
+)
 def test_replicas_stay_bit_identical_over_many_steps(make):
     """After 30 steps on 3 devices every replica's parameters and every
     replica's optimizer state are bit for bit the same."""
@@ -98,8 +112,9 @@ def test_replicas_stay_bit_identical_over_many_steps(make):
     optimizer = make()
     states = optim.init_states(optimizer, device_params)
     for X, y in make_batches(sizes=(9,) * 30, seed=3):
-        optim.train_batch_optim(X, y, device_params, states, devices,
-                                optimizer)
+        optim.train_batch_optim(
+            X, y, device_params, states, devices, optimizer
+        )
     for i in (1, 2):
         for p, q in zip(device_params[0], device_params[i]):
             assert_array_equal(p.asnumpy(), q.asnumpy())
@@ -116,8 +131,11 @@ def test_state_bytes_are_zero_one_two_copies_of_the_model():
     start = dp.init_lenet_params()
     device_params = [dp.get_params(start, d) for d in devices]
     model = sum(p.size * 4 for p in start)
-    for optimizer, copies in ((optim.SGD(0.1), 0), (optim.Momentum(0.1), 1),
-                              (optim.Adam(0.1), 2)):
+    for optimizer, copies in (
+        (optim.SGD(0.1), 0),
+        (optim.Momentum(0.1), 1),
+        (optim.Adam(0.1), 2),
+    ):
         states = optim.init_states(optimizer, device_params)
         assert optim.state_bytes(states) == [copies * model] * 2
 
@@ -125,8 +143,7 @@ def test_state_bytes_are_zero_one_two_copies_of_the_model():
 def test_states_live_on_their_parameters_device():
     """Each replica's state is allocated on that replica's device."""
     devices = [mx.cpu(i) for i in range(2)]
-    device_params = [dp.get_params(dp.init_lenet_params(), d)
-                     for d in devices]
+    device_params = [dp.get_params(dp.init_lenet_params(), d) for d in devices]
     states = optim.init_states(optim.Adam(0.1), device_params)
     for device, per_device in zip(devices, states):
         assert {s['m'].ctx for s in per_device} == {device}
@@ -141,9 +158,9 @@ def test_bad_arguments_are_refused():
     with pytest.raises(ValueError, match='lr must be positive'):
         optim.Adam(0)
     devices = [mx.cpu(0), mx.cpu(1)]
-    device_params = [dp.get_params(dp.init_lenet_params(), d)
-                     for d in devices]
+    device_params = [dp.get_params(dp.init_lenet_params(), d) for d in devices]
     X, y = make_batches(sizes=(4,))[0]
     with pytest.raises(ValueError, match='1 states and 2 devices'):
-        optim.train_batch_optim(X, y, device_params, [[]], devices,
-                                optim.SGD(0.1))
+        optim.train_batch_optim(
+            X, y, device_params, [[]], devices, optim.SGD(0.1)
+        )

@@ -1,5 +1,6 @@
 """d2lpar.overlap: buckets cover every gradient once; overlapping or
 not, bucketed or not, the step is train_batch's step."""
+
 import mxnet as mx
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
@@ -11,7 +12,7 @@ from d2lpar import overlap
 LENET_SIZES = [180, 20, 25000, 50, 102400, 128, 1280, 10]
 
 
-@pytest.mark.parametrize('bucket_bytes', [None, 1, 4000, 120000, 10 ** 9])
+@pytest.mark.parametrize('bucket_bytes', [None, 1, 4000, 120000, 10**9])
 @pytest.mark.parametrize('reverse', [True, False])
 def test_buckets_cover_every_parameter_once(bucket_bytes, reverse):
     """Every index appears exactly once, in backward (or forward) order,
@@ -30,12 +31,17 @@ def test_no_bucket_size_means_one_bucket_per_parameter():
     assert overlap.make_buckets([3, 4, 5]) == [[2], [1], [0]]
 
 
-@pytest.mark.parametrize('options', [
-    {'overlap': False}, {'overlap': True},
-    {'bucket_bytes': 4 * 30000}, {'bucket_bytes': 10 ** 9},
-    {'reverse': False, 'bucket_bytes': 4 * 30000},
-    {'algorithm': dp.ring_allreduce, 'bucket_bytes': 4 * 30000},
-])
+@pytest.mark.parametrize(
+    'options',
+    [
+        {'overlap': False},
+        {'overlap': True},
+        {'bucket_bytes': 4 * 30000},
+        {'bucket_bytes': 10**9},
+        {'reverse': False, 'bucket_bytes': 4 * 30000},
+        {'algorithm': dp.ring_allreduce, 'bucket_bytes': 4 * 30000},
+    ],
+)
 def test_step_equals_train_batch(options):
     """Three steps on 3 devices give train_batch's parameters: exactly
     with the naive allreduce (same additions in the same order), up to
@@ -61,19 +67,27 @@ def test_step_equals_train_batch(options):
 def test_time_overlap_returns_one_time_per_configuration():
     """time_overlap times every configuration it is given, by name."""
     configs = {'serial': {'overlap': False}, 'overlap': {}}
-    times = overlap.time_overlap(configs, [mx.cpu(0), mx.cpu(1)],
-                                 batch_size=8, repeats=1, warmup=0,
-                                 rounds=1)
+    times = overlap.time_overlap(
+        configs,
+        [mx.cpu(0), mx.cpu(1)],
+        batch_size=8,
+        repeats=1,
+        warmup=0,
+        rounds=1,
+    )
     assert sorted(times) == ['overlap', 'serial']
 
 
 def test_comm_overlap_counts_only_covered_communication():
     """A copy inside a compute operator counts fully, one half-covered
     counts half, one alone not at all; parallel compute counts once."""
-    events = [(0, 'Convolution', 0.0, 10.0), (1, 'Convolution', 2.0, 8.0),
-              (0, 'CopyCPU2CPU', 4.0, 6.0),     # covered: 2 ms
-              (1, 'CopyCPU2CPU', 9.0, 11.0),    # half covered: 1 ms
-              (0, 'CopyCPU2CPU', 20.0, 23.0)]   # alone: 0 ms
+    events = [
+        (0, 'Convolution', 0.0, 10.0),
+        (1, 'Convolution', 2.0, 8.0),
+        (0, 'CopyCPU2CPU', 4.0, 6.0),  # covered: 2 ms
+        (1, 'CopyCPU2CPU', 9.0, 11.0),  # half covered: 1 ms
+        (0, 'CopyCPU2CPU', 20.0, 23.0),
+    ]  # alone: 0 ms
     assert overlap.comm_overlap(events) == (3.0, 7.0)
 
 

@@ -1,4 +1,5 @@
 """d2lpar.get_params: a replica per device, with gradients."""
+
 import mxnet as mx
 import pytest
 

@@ -1,5 +1,6 @@
 """d2lpar.replicas: checksums see any changed bit; the drift detector
 names the array that diverged and checks only every N steps."""
+
 import mxnet as mx
 import pytest
 from test_optim import make_batches
@@ -21,7 +22,7 @@ def test_checksum_sees_one_changed_element():
     """Changing one element by one float32 ulp changes the checksum."""
     a = dp.init_lenet_params(seed=0, scale=0.1)[2]
     before = replicas.checksum(a)
-    a[3, 4, 1, 1] = a[3, 4, 1, 1] * (1 + 2 ** -23)
+    a[3, 4, 1, 1] = a[3, 4, 1, 1] * (1 + 2**-23)
     assert replicas.checksum(a) != before
 
 
@@ -63,14 +64,13 @@ def test_detector_finds_local_batchnorm_statistics():
     detector names running_mean and running_var; sync BN passes."""
     devices = [mx.cpu(0), mx.cpu(1)]
     names = [n for n, _ in bn.BN_MLP_SHAPES] + list(bn.BN_STAT_NAMES)
-    for sync, want in ((False, ['running_mean', 'running_var']),
-                       (True, [])):
+    for sync, want in ((False, ['running_mean', 'running_var']), (True, [])):
         params, stats = bn.init_bn_mlp(0)
-        device_params, device_stats = bn.replicate_bn(params, stats,
-                                                      devices)
+        device_params, device_stats = bn.replicate_bn(params, stats, devices)
         for X, y in make_batches():
-            bn.train_batch_bn(X, y, device_params, device_stats, devices,
-                              0.5, sync=sync)
+            bn.train_batch_bn(
+                X, y, device_params, device_stats, devices, 0.5, sync=sync
+            )
         arrays = [p + s for p, s in zip(device_params, device_stats)]
         assert [d.name for d in replicas.find_drift(arrays, names)] == want
 

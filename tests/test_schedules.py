@@ -1,4 +1,5 @@
 """d2lpar.schedules: who sends what, checked against the real copies."""
+
 import mxnet as mx
 import numpy as onp
 import pytest
@@ -65,7 +66,7 @@ def test_doubling_swaps_in_pairs():
         swaps = k.bit_length() - 1
         folded = k != 1 << swaps
         assert len(steps) == swaps + 2 * folded
-        for step in steps[folded:len(steps) - folded]:
+        for step in steps[folded : len(steps) - folded]:
             pairs = {(t.src, t.dst) for t in step}
             assert all(t.reduce for t in step)
             assert pairs == {(j, i) for i, j in pairs}
@@ -87,10 +88,13 @@ def test_traffic_matches_real_copies(name, k, n, monkeypatch):
                 sent[self.ctx.device_id] += nbytes
                 received[dst.device_id] += nbytes
             return original(self, other)
+
         return copyto
 
-    data = [np.array(onp.arange(n) * (i + 1), dtype='float32',
-                     ctx=mx.cpu(i)) for i in range(k)]
+    data = [
+        np.array(onp.arange(n) * (i + 1), dtype='float32', ctx=mx.cpu(i))
+        for i in range(k)
+    ]
     # Both array classes: mxnet.numpy's (naive) and the legacy NDArray
     # views run_schedule copies between.
     for cls in (np.ndarray, mx.nd.NDArray):
@@ -99,8 +103,9 @@ def test_traffic_matches_real_copies(name, k, n, monkeypatch):
     monkeypatch.undo()
     assert (sent, received) == schedules.traffic(SCHEDULES[name](k), k, n)
     for a in data:
-        onp.testing.assert_allclose(a.asnumpy(),
-                                    onp.arange(n) * k * (k + 1) / 2)
+        onp.testing.assert_allclose(
+            a.asnumpy(), onp.arange(n) * k * (k + 1) / 2
+        )
 
 
 @pytest.mark.parametrize('name', SCHEDULES)
@@ -110,8 +115,10 @@ def test_no_overwrite_touches_what_its_step_reads(name, k):
     writes a (device, chunk) that another transfer of the step reads
     (additions are buffered, so swaps that add are allowed)."""
     for step in SCHEDULES[name](k):
-        chunks = lambda t: range(k) if t.chunk is None else [t.chunk]
+
+        def chunks(t):
+            return range(k) if t.chunk is None else [t.chunk]
+
         reads = {(t.src, c) for t in step for c in chunks(t)}
-        writes = {(t.dst, c) for t in step if not t.reduce
-                  for c in chunks(t)}
+        writes = {(t.dst, c) for t in step if not t.reduce for c in chunks(t)}
         assert not reads & writes

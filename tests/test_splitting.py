@@ -1,4 +1,5 @@
 """d2lpar.split_batch: every example on exactly one device, in order."""
+
 import mxnet as mx
 import numpy as onp
 import pytest
@@ -21,9 +22,11 @@ def test_each_example_once_in_order(n, k):
     X_shards, y_shards = dp.split_batch(X, y, cpus(k))
     assert len(X_shards) == len(y_shards) == k
     onp.testing.assert_array_equal(
-        onp.concatenate([s.asnumpy() for s in X_shards]), X.asnumpy())
+        onp.concatenate([s.asnumpy() for s in X_shards]), X.asnumpy()
+    )
     onp.testing.assert_array_equal(
-        onp.concatenate([s.asnumpy() for s in y_shards]), y.asnumpy())
+        onp.concatenate([s.asnumpy() for s in y_shards]), y.asnumpy()
+    )
     sizes = [s.shape[0] for s in X_shards]
     assert max(sizes) - min(sizes) <= 1 and min(sizes) >= 1
     assert sizes == [s.shape[0] for s in y_shards]
@@ -43,9 +46,11 @@ def test_shard_sizes_match_mxnet_split_and_load(k):
     """The chapter says split_batch's shards have the sizes of MXNet's
     split_and_load(even_split=False): checked for every n from k to 300."""
     from mxnet import gluon
+
     for n in range(k, 301):
-        theirs = gluon.utils.split_and_load(np.zeros((n, 1)), cpus(k),
-                                            even_split=False)
+        theirs = gluon.utils.split_and_load(
+            np.zeros((n, 1)), cpus(k), even_split=False
+        )
         assert [s.shape[0] for s in theirs] == dp.shard_sizes(n, k), n
 
 
@@ -61,12 +66,15 @@ def test_fewer_examples_than_devices():
         dp.split_batch(np.zeros((3, 2)), np.zeros(3), cpus(4))
 
 
-@pytest.mark.parametrize('devices, error, message', [
-    ([], ValueError, 'device list is empty'),
-    ([mx.cpu(0), mx.cpu(0)], ValueError, 'same context twice'),
-    (['cpu'], TypeError, 'not an mx.Context'),
-    (mx.cpu(0), TypeError, 'must be a list'),
-])
+@pytest.mark.parametrize(
+    'devices, error, message',
+    [
+        ([], ValueError, 'device list is empty'),
+        ([mx.cpu(0), mx.cpu(0)], ValueError, 'same context twice'),
+        (['cpu'], TypeError, 'not an mx.Context'),
+        (mx.cpu(0), TypeError, 'must be a list'),
+    ],
+)
 def test_bad_devices(devices, error, message):
     """Empty, repeated or non-context device lists are clear errors."""
     with pytest.raises(error, match=message):

@@ -1,4 +1,5 @@
 """d2lpar.training: k-device steps equal 1-device steps; train() works."""
+
 import os
 import re
 import subprocess
@@ -7,11 +8,11 @@ import sys
 import mxnet as mx
 import numpy as onp
 import pytest
+from conftest import needs_real_data
 from mxnet import autograd, np
 from numpy.testing import assert_allclose, assert_array_equal
 
 import d2lpar as dp
-from conftest import needs_real_data
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -21,9 +22,13 @@ BATCH_SIZES = (12, 11, 7)  # 11 and 7 do not divide by 2 or 3
 
 def make_batches(seed=0):
     rng = onp.random.default_rng(seed)
-    return [(np.array(rng.uniform(size=(n, 1, 28, 28)), dtype='float32'),
-             np.array(rng.integers(0, 10, n), dtype='int32'))
-            for n in BATCH_SIZES]
+    return [
+        (
+            np.array(rng.uniform(size=(n, 1, 28, 28)), dtype='float32'),
+            np.array(rng.integers(0, 10, n), dtype='int32'),
+        )
+        for n in BATCH_SIZES
+    ]
 
 
 def run_steps(k, batches, **options):
@@ -60,8 +65,9 @@ def test_one_device_matches_reference():
     batches = make_batches()
     got, want = run_steps(1, batches), reference_steps(batches)
     start = dp.init_lenet_params(seed=1, scale=0.1)
-    assert any(onp.abs(g - s.asnumpy()).max() > 1e-4
-               for g, s in zip(got, start))
+    assert any(
+        onp.abs(g - s.asnumpy()).max() > 1e-4 for g, s in zip(got, start)
+    )
     for g, w in zip(got, want):
         assert_allclose(g, w, rtol=1e-5, atol=1e-6)
 
@@ -76,19 +82,23 @@ def test_k_devices_equal_one_device(k):
         assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize('options', [
-    dict(algorithm=dp.ring_allreduce),
-    dict(bucket=True),
-    dict(algorithm=dp.sharded_allreduce, bucket=True),
-    dict(algorithm=dp.kvstore_allreduce, bucket=True),
-])
+@pytest.mark.parametrize(
+    'options',
+    [
+        dict(algorithm=dp.ring_allreduce),
+        dict(bucket=True),
+        dict(algorithm=dp.sharded_allreduce, bucket=True),
+        dict(algorithm=dp.kvstore_allreduce, bucket=True),
+    ],
+)
 def test_other_allreduces_equal_the_naive_one(options):
     """train_batch with the ring, sharded or kvstore allreduce, per
     parameter or bucketed, gives the parameters of the naive allreduce on
     3 devices (rtol 1e-5); replicas stay identical."""
     batches = make_batches()
-    for got, want in zip(run_steps(3, batches, **options),
-                         run_steps(3, batches)):
+    for got, want in zip(
+        run_steps(3, batches, **options), run_steps(3, batches)
+    ):
         assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
@@ -103,8 +113,11 @@ def test_train_batch_bad_input():
         dp.train_batch(X, y, device_params, devices, 0)
     with pytest.raises(ValueError, match='2 parameter replicas for 3'):
         dp.train_batch(X, y, device_params, devices + [mx.cpu(2)], LR)
-    with pytest.raises(ValueError, match=r'device_params\[0\]\[0\] lives '
-                       r'on cpu\(1\), but devices\[0\] is cpu\(0\)'):
+    with pytest.raises(
+        ValueError,
+        match=r'device_params\[0\]\[0\] lives '
+        r'on cpu\(1\), but devices\[0\] is cpu\(0\)',
+    ):
         dp.train_batch(X, y, device_params[::-1], devices, LR)
 
 
@@ -132,8 +145,9 @@ def test_train_batch_returns_loss_and_correct_counts():
     want_correct = (logits.argmax(axis=1).astype('int32') == y).sum().item()
     devices = [mx.cpu(0), mx.cpu(1)]
     device_params = [dp.get_params(params, d) for d in devices]
-    losses, corrects = dp.train_batch(X, y, device_params, devices, LR,
-                                      accumulate=2)
+    losses, corrects = dp.train_batch(
+        X, y, device_params, devices, LR, accumulate=2
+    )
     assert len(losses) == len(corrects) == 4  # 2 devices x 2 micro-batches
     assert_allclose(sum(l.item() for l in losses), want_loss, rtol=1e-5)
     assert sum(c.item() for c in corrects) == want_correct
@@ -148,6 +162,7 @@ def counting(function, calls):
     def wrapped(*args):
         calls.append(len(args[0]))
         return function(*args)
+
     wrapped.__name__ = function.__name__
     return wrapped
 
@@ -157,13 +172,23 @@ def test_train_runs_the_students_algorithm_and_split():
     (8 parameters x 3 steps allreduces, 3 splits) and, since they compute
     the same thing, gives the losses of the default run (rtol 1e-5)."""
     devices = [mx.cpu(0), mx.cpu(1)]
-    base = dp.train(devices=devices, data=synthetic_data(), num_epochs=1,
-                    plot=False, verbose=False)
+    base = dp.train(
+        devices=devices,
+        data=synthetic_data(),
+        num_epochs=1,
+        plot=False,
+        verbose=False,
+    )
     reduces, splits = [], []
-    hooked = dp.train(devices=devices, data=synthetic_data(), num_epochs=1,
-                      plot=False, verbose=False,
-                      algorithm=counting(dp.ring_allreduce, reduces),
-                      split=counting(dp.split_batch, splits))
+    hooked = dp.train(
+        devices=devices,
+        data=synthetic_data(),
+        num_epochs=1,
+        plot=False,
+        verbose=False,
+        algorithm=counting(dp.ring_allreduce, reduces),
+        split=counting(dp.split_batch, splits),
+    )
     assert len(reduces) == 8 * 3 and set(reduces) == {2}
     assert splits == [12, 11, 7]
     assert_allclose(hooked.train_loss, base.train_loss, rtol=1e-5)
@@ -174,9 +199,17 @@ def test_train_accumulate_keeps_the_losses():
     """train(accumulate=2) takes the same steps as accumulate=1: equal
     per-epoch train losses over 2 epochs (rtol 1e-5)."""
     devices = [mx.cpu(0), mx.cpu(1)]
-    runs = [dp.train(devices=devices, data=synthetic_data(), num_epochs=2,
-                     plot=False, verbose=False, accumulate=m)
-            for m in (1, 2)]
+    runs = [
+        dp.train(
+            devices=devices,
+            data=synthetic_data(),
+            num_epochs=2,
+            plot=False,
+            verbose=False,
+            accumulate=m,
+        )
+        for m in (1, 2)
+    ]
     assert len(runs[0].train_loss) == 2
     assert runs[0].train_loss[1] != runs[0].train_loss[0]
     assert_allclose(runs[1].train_loss, runs[0].train_loss, rtol=1e-5)
@@ -186,8 +219,13 @@ def test_train_result_records_every_epoch():
     """TrainResult holds one train loss, train accuracy, test accuracy and
     duration per epoch; the batch size is the data's (12), not the
     batch_size argument, when data= is given."""
-    result = dp.train(batch_size=99, data=synthetic_data(), num_epochs=3,
-                      plot=False, verbose=False)
+    result = dp.train(
+        batch_size=99,
+        data=synthetic_data(),
+        num_epochs=3,
+        plot=False,
+        verbose=False,
+    )
     assert result.batch_size == 12
     for name in ('train_loss', 'train_acc', 'test_acc', 'epoch_seconds'):
         assert len(getattr(result, name)) == 3, name
@@ -198,12 +236,16 @@ def test_train_result_records_every_epoch():
 def test_verbose_false_prints_nothing(capsys):
     """verbose=False prints nothing at all, even with plot=True outside
     Jupyter (no Figure repr, no escape codes); the figure is returned."""
-    result = dp.train(data=synthetic_data(), num_epochs=2, verbose=False,
-                      plot=True)
+    result = dp.train(
+        data=synthetic_data(), num_epochs=2, verbose=False, plot=True
+    )
     assert capsys.readouterr().out == ''
     lines = result.figure.axes[0].lines
     assert [line.get_label() for line in lines] == [
-        'train loss', 'train acc', 'test acc']
+        'train loss',
+        'train acc',
+        'test acc',
+    ]
     assert_allclose(lines[2].get_data()[1], result.test_acc)
 
 
@@ -219,23 +261,32 @@ def test_plot_in_a_script_prints_nothing(tmp_path):
         'y = np.array(onp.arange(8) % 10, dtype="int32")\n'
         'r = dp.train(data=([(X, y)], [(X, y)]), num_epochs=2, '
         'verbose=False)\n'
-        'assert r.figure is not None\n')
+        'assert r.figure is not None\n'
+    )
     env = dict(os.environ, PYTHONPATH=ROOT, PYTHONWARNINGS='ignore')
     env.pop('MPLBACKEND', None)
-    done = subprocess.run([sys.executable, str(script)], env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert (done.stdout, done.stderr) == ('', '')
 
 
-@pytest.mark.parametrize('kwargs, message', [
-    (dict(lr=0), 'lr must be positive'),
-    (dict(batch_size=0), 'batch_size must be positive'),
-    (dict(num_epochs=0), 'num_epochs must be positive'),
-    (dict(num_gpus=0), 'num_gpus must be positive'),
-    (dict(accumulate=0), 'accumulate must be positive'),
-    (dict(devices=[]), 'device list is empty'),
-])
+@pytest.mark.parametrize(
+    'kwargs, message',
+    [
+        (dict(lr=0), 'lr must be positive'),
+        (dict(batch_size=0), 'batch_size must be positive'),
+        (dict(num_epochs=0), 'num_epochs must be positive'),
+        (dict(num_gpus=0), 'num_gpus must be positive'),
+        (dict(accumulate=0), 'accumulate must be positive'),
+        (dict(devices=[]), 'device list is empty'),
+    ],
+)
 def test_train_bad_input(kwargs, message):
     """train() refuses bad arguments before loading any data."""
     data = ([], [])
@@ -257,10 +308,16 @@ def test_one_epoch_with_defaults_beats_chance(capsys):
     assert result.train_loss[0] < onp.log(10)  # below chance's loss
     assert result.devices == devices
     first, last = capsys.readouterr().out.strip().splitlines()[-2:]
-    assert re.fullmatch(r'epoch 1/1: test acc 0\.\d{3}, train loss '
-                        r'\d\.\d{3}, train acc 0\.\d{3}, \d+\.\d sec', first)
-    assert re.fullmatch(r'test acc: 0\.\d\d, \d+\.\d sec/epoch on '
-                        r'\[cpu\(0\), cpu\(1\)\]', last)
+    assert re.fullmatch(
+        r'epoch 1/1: test acc 0\.\d{3}, train loss '
+        r'\d\.\d{3}, train acc 0\.\d{3}, \d+\.\d sec',
+        first,
+    )
+    assert re.fullmatch(
+        r'test acc: 0\.\d\d, \d+\.\d sec/epoch on '
+        r'\[cpu\(0\), cpu\(1\)\]',
+        last,
+    )
 
 
 @pytest.mark.slow

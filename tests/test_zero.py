@@ -1,5 +1,6 @@
 """d2lpar.zero: the sharded optimizer step equals the unsharded one, holds
 1/k of the state, and moves the bytes of one allreduce."""
+
 import mxnet as mx
 import numpy as onp
 import pytest
@@ -22,8 +23,10 @@ def test_schedules_compose_to_an_allreduce(k):
     """After the reduce-scatter device i holds the full sum of chunk i;
     the all-gather then completes an allreduce (checked on paper with
     trace and on real arrays with run_schedule)."""
-    rs, ag = (schedules.reduce_scatter_schedule(k),
-              schedules.all_gather_schedule(k))
+    rs, ag = (
+        schedules.reduce_scatter_schedule(k),
+        schedules.all_gather_schedule(k),
+    )
     after_rs = schedules.trace(rs, k)[-1]
     assert [after_rs[i][i] for i in range(k)] == [k] * k
     assert schedules.trace(rs + ag, k)[-1] == [[k] * k] * k
@@ -32,8 +35,9 @@ def test_schedules_compose_to_an_allreduce(k):
     data = [np.array(v, ctx=mx.cpu(i)) for i, v in enumerate(values)]
     dp.run_schedule(data, rs)
     for i, (start, stop) in enumerate(zero.shard_bounds(11, k)):
-        assert_allclose(data[i].asnumpy()[start:stop],
-                        sum(values)[start:stop], rtol=1e-6)
+        assert_allclose(
+            data[i].asnumpy()[start:stop], sum(values)[start:stop], rtol=1e-6
+        )
     dp.run_schedule(data, ag)
     for d in data:
         assert_allclose(d.asnumpy(), sum(values), rtol=1e-6)
@@ -44,12 +48,16 @@ def test_bytes_moved_equal_a_ring_allreduce(k):
     """Reduce-scatter plus all-gather move exactly the ring allreduce's
     bytes in total; per device too when k divides the size (otherwise
     the renumbered chunks put the larger ones on other devices)."""
+
     def moved(n):
         rs = schedules.traffic(schedules.reduce_scatter_schedule(k), k, n)
         ag = schedules.traffic(schedules.all_gather_schedule(k), k, n)
         ring = schedules.traffic(schedules.ring_schedule(k), k, n)
-        return ([[a + b for a, b in zip(rs[w], ag[w])] for w in (0, 1)],
-                list(ring))
+        return (
+            [[a + b for a, b in zip(rs[w], ag[w])] for w in (0, 1)],
+            list(ring),
+        )
+
     ours, ring = moved(1001)
     assert [sum(x) for x in ours] == [sum(x) for x in ring]
     ours, ring = moved(840)  # 840 divides by 2, 3, 4 and 8
@@ -57,8 +65,9 @@ def test_bytes_moved_equal_a_ring_allreduce(k):
 
 
 @pytest.mark.parametrize('k', [2, 3, 4])
-@pytest.mark.parametrize('make', [lambda: optim.Momentum(0.1),
-                                  lambda: optim.Adam(0.01)])
+@pytest.mark.parametrize(
+    'make', [lambda: optim.Momentum(0.1), lambda: optim.Adam(0.01)]
+)
 def test_zero_step_equals_unsharded_step(k, make):
     """Several ZeRO-1 steps equal the same steps with the full state on
     every device (rtol 1e-4, atol 1e-5), uneven shards included; the
@@ -76,8 +85,13 @@ def test_zero_step_equals_unsharded_step(k, make):
             for p, q in zip(sharded[0], replica):
                 assert_array_equal(p.asnumpy(), q.asnumpy())
     start = dp.init_lenet_params(seed=1, scale=0.1)
-    assert max(onp.abs(p.asnumpy() - s.asnumpy()).max()
-               for p, s in zip(sharded[0], start)) > 1e-3
+    assert (
+        max(
+            onp.abs(p.asnumpy() - s.asnumpy()).max()
+            for p, s in zip(sharded[0], start)
+        )
+        > 1e-3
+    )
     for p, q in zip(sharded[0], full[0]):
         assert_allclose(p.asnumpy(), q.asnumpy(), rtol=1e-4, atol=1e-5)
 
@@ -89,7 +103,8 @@ def test_state_per_device_is_one_kth(k):
     _, device_params = replicas(k)
     n = sum(p.size for p in device_params[0])
     per_device = optim.state_bytes(
-        zero.init_zero_states(optim.Adam(0.1), device_params))
+        zero.init_zero_states(optim.Adam(0.1), device_params)
+    )
     assert per_device == [8 * size for size in dp.shard_sizes(n, k)]
     assert sum(per_device) == 8 * n
 
@@ -117,5 +132,6 @@ def test_mismatched_states_are_refused():
     devices, device_params = replicas(2)
     X, y = make_batches(sizes=(4,))[0]
     with pytest.raises(ValueError, match='1 states and 2 devices'):
-        zero.train_batch_zero(X, y, device_params, [[{}]], devices,
-                              optim.SGD(0.1))
+        zero.train_batch_zero(
+            X, y, device_params, [[{}]], devices, optim.SGD(0.1)
+        )

@@ -3,12 +3,13 @@
 Each check takes ``run(worker_args)``, which starts the 2-worker job on
 one engine and returns its ``subprocess.CompletedProcess``.
 """
+
 import mxnet as mx
 import numpy as onp
+from conftest import write_fashion_dir
 from numpy.testing import assert_allclose
 
 import d2lpar as dp
-from conftest import write_fashion_dir
 from d2lpar.dist.worker import load_checkpoint
 
 
@@ -19,8 +20,20 @@ def check_equals_one_process(run, tmp_path):
     root = tmp_path / 'data'
     write_fashion_dir(root, n_train=96, n_test=16)
     saved = tmp_path / 'params.npz'
-    job = run(['--epochs', '2', '--batch-size', '16', '--lr', '0.1',
-               '--data', str(root), '--save-to', str(saved)])
+    job = run(
+        [
+            '--epochs',
+            '2',
+            '--batch-size',
+            '16',
+            '--lr',
+            '0.1',
+            '--data',
+            str(root),
+            '--save-to',
+            str(saved),
+        ]
+    )
     assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
     got, epochs = load_checkpoint(str(saved))
     assert epochs == 2
@@ -43,9 +56,11 @@ def check_resume_matches_uninterrupted(run, tmp_path):
     write_fashion_dir(root, n_train=64, n_test=16)
     full, part = tmp_path / 'full.npz', tmp_path / 'part.npz'
     base = ['--batch-size', '16', '--data', str(root)]
-    for extra in (['--epochs', '3', '--save-to', str(full)],
-                  ['--epochs', '1', '--save-to', str(part)],
-                  ['--epochs', '3', '--save-to', str(part), '--resume']):
+    for extra in (
+        ['--epochs', '3', '--save-to', str(full)],
+        ['--epochs', '1', '--save-to', str(part)],
+        ['--epochs', '3', '--save-to', str(part), '--resume'],
+    ):
         job = run(base + extra)
         assert job.returncode == 0, job.stdout[-2000:] + job.stderr[-2000:]
     assert 'resuming after epoch 1' in job.stdout

@@ -13,5 +13,7 @@ in the same run:
 - :mod:`d2lpar.bench.timing`: the one in-process timing loop (allreduce,
   step).
 """
+
 from . import allreduce, engines, step, timing
+
 __all__ = ['allreduce', 'engines', 'step', 'timing']

@@ -17,6 +17,7 @@ words below mean one thing each, here and in the chapters:
   to reach; :func:`targets` says which are met and, where not, which
   floor or factor stops them.
 """
+
 import csv
 import json
 import os
@@ -43,8 +44,11 @@ def _scheduled(make):
 ALGORITHMS = {
     'naive': allreduce,
     'naive (reused)': _scheduled(naive_schedule),
-    **{name: _scheduled(make) for name, make in SCHEDULES.items()
-       if name != 'naive'},
+    **{
+        name: _scheduled(make)
+        for name, make in SCHEDULES.items()
+        if name != 'naive'
+    },
     'kvstore device': kvstore_allreduce,
     'kvstore local': lambda data: kvstore_allreduce(data, 'local'),
 }
@@ -73,8 +77,10 @@ def bench_devices(k):
         return default_devices(k), None
     except (ValueError, RuntimeError) as e:
         devices = [mx.cpu(i) for i in range(k)]
-        return devices, (f'dp.devices({k}) cannot give {k} devices here '
-                         f'({e}); measuring on {devices} instead')
+        return devices, (
+            f'dp.devices({k}) cannot give {k} devices here '
+            f'({e}); measuring on {devices} instead'
+        )
 
 
 def time_allreduce(algorithm, devices, nbytes, repeats=10, warmup=2):
@@ -96,8 +102,9 @@ def time_allreduce(algorithm, devices, nbytes, repeats=10, warmup=2):
     float
     """
     # Values stay finite however often they are summed: k**12 * 1e-12.
-    data = [np.full(nbytes // 4, 1e-12, dtype='float32', ctx=d)
-            for d in devices]
+    data = [
+        np.full(nbytes // 4, 1e-12, dtype='float32', ctx=d) for d in devices
+    ]
     return median_seconds(lambda: algorithm(data), repeats, warmup)
 
 
@@ -151,8 +158,10 @@ def time_floor(devices, nbytes, repeats=10, warmup=2):
     # Tiny values stay finite however often they are added.
     src = [np.full(n, 1e-12, dtype='float32', ctx=d) for d in devices]
     # One receive buffer per step, so no copy waits for the last add.
-    bufs = [[np.zeros(n, dtype='float32', ctx=d) for d in receivers]
-            for _ in range(2 * (k - 1))]
+    bufs = [
+        [np.zeros(n, dtype='float32', ctx=d) for d in receivers]
+        for _ in range(2 * (k - 1))
+    ]
     acc = [np.zeros(n, dtype='float32', ctx=d) for d in receivers]
 
     def work():
@@ -162,6 +171,7 @@ def time_floor(devices, nbytes, repeats=10, warmup=2):
             if step < k - 1:  # reduce-scatter steps also add
                 for b, c in zip(buf, acc):
                     c += b
+
     return median_seconds(work, repeats, warmup)
 
 
@@ -192,16 +202,22 @@ def lenet_sync(algorithm, devices, bucket=False):
     """
     from ..buckets import bucketed_allreduce
     from ..model import LENET_SHAPES
-    grads = [[np.full(shape, 1e-12, dtype='float32', ctx=d)
-              for _, shape in LENET_SHAPES] for d in devices]
+
+    grads = [
+        [
+            np.full(shape, 1e-12, dtype='float32', ctx=d)
+            for _, shape in LENET_SHAPES
+        ]
+        for d in devices
+    ]
     if bucket:
         return lambda: bucketed_allreduce(grads, algorithm)
-    return lambda: [algorithm([g[i] for g in grads])
-                    for i in range(len(LENET_SHAPES))]
+    return lambda: [
+        algorithm([g[i] for g in grads]) for i in range(len(LENET_SHAPES))
+    ]
 
 
-def time_lenet_sync(algorithm, devices, bucket=False, repeats=20,
-                    warmup=3):
+def time_lenet_sync(algorithm, devices, bucket=False, repeats=20, warmup=3):
     """Median seconds of :func:`lenet_sync`'s function.
 
     Parameters
@@ -214,12 +230,18 @@ def time_lenet_sync(algorithm, devices, bucket=False, repeats=20,
     -------
     float
     """
-    return median_seconds(lenet_sync(algorithm, devices, bucket), repeats,
-                          warmup)
+    return median_seconds(
+        lenet_sync(algorithm, devices, bucket), repeats, warmup
+    )
 
 
-def run(device_counts=(2, 4), sizes=SIZES, repeats=10, algorithms=None,
-        progress=print):
+def run(
+    device_counts=(2, 4),
+    sizes=SIZES,
+    repeats=10,
+    algorithms=None,
+    progress=print,
+):
     """Measure every algorithm and both baselines for every k and size.
 
     The devices come from :func:`bench_devices`.
@@ -249,16 +271,25 @@ def run(device_counts=(2, 4), sizes=SIZES, repeats=10, algorithms=None,
     for k in device_counts:
         devices, _ = bench_devices(k)
         for nbytes in sizes:
-            timed = [(name, fn(devices, nbytes, repeats))
-                     for name, fn in BASELINES.items()] + [
+            timed = [
+                (name, fn(devices, nbytes, repeats))
+                for name, fn in BASELINES.items()
+            ] + [
                 (name, time_allreduce(fn, devices, nbytes, repeats))
-                for name, fn in algorithms.items()]
+                for name, fn in algorithms.items()
+            ]
             copy = timed[0][1]
             for name, seconds in timed:
-                rows.append({'devices': k, 'bytes': nbytes,
-                             'algorithm': name, 'seconds': seconds,
-                             'gb_per_s': nbytes / seconds / 1e9,
-                             'vs_copy': copy / seconds})
+                rows.append(
+                    {
+                        'devices': k,
+                        'bytes': nbytes,
+                        'algorithm': name,
+                        'seconds': seconds,
+                        'gb_per_s': nbytes / seconds / 1e9,
+                        'vs_copy': copy / seconds,
+                    }
+                )
                 if progress:
                     progress(format_row(rows[-1]))
     return rows
@@ -266,9 +297,11 @@ def run(device_counts=(2, 4), sizes=SIZES, repeats=10, algorithms=None,
 
 def format_row(row):
     """One table line of a :func:`run` row."""
-    return (f'{row["devices"]:>3} {row["bytes"] / 2**20:>9.3f} MB '
-            f'{row["algorithm"]:>15} {1e3 * row["seconds"]:>10.3f} ms '
-            f'{row["gb_per_s"]:>8.2f} GB/s {row["vs_copy"]:>6.2f}x copy')
+    return (
+        f'{row["devices"]:>3} {row["bytes"] / 2**20:>9.3f} MB '
+        f'{row["algorithm"]:>15} {1e3 * row["seconds"]:>10.3f} ms '
+        f'{row["gb_per_s"]:>8.2f} GB/s {row["vs_copy"]:>6.2f}x copy'
+    )
 
 
 def save(rows, path):
@@ -313,10 +346,14 @@ def targets(rows, min_bytes=TARGETS_FROM):
         ``missed``.
     """
     lines = []
-    for k, nbytes in dict.fromkeys((r['devices'], r['bytes'])
-                                   for r in rows if r['bytes'] >= min_bytes):
-        t = {r['algorithm']: r['seconds'] for r in rows
-             if r['devices'] == k and r['bytes'] == nbytes}
+    for k, nbytes in dict.fromkeys(
+        (r['devices'], r['bytes']) for r in rows if r['bytes'] >= min_bytes
+    ):
+        t = {
+            r['algorithm']: r['seconds']
+            for r in rows
+            if r['devices'] == k and r['bytes'] == nbytes
+        }
         best = min(('sharded', 'ring'), key=t.get)
         where = f'k={k} {nbytes / 2**20:.0f} MB: {best}'
         for other, goal in TARGETS.items():
@@ -324,16 +361,22 @@ def targets(rows, min_bytes=TARGETS_FROM):
             verdict = 'met' if ratio >= goal else 'missed'
             why = ''
             if other == 'copy':
-                why = (f' (the floor itself reached '
-                       f'{t[other] / t["copy+add floor"]:.2f}x)')
+                why = (
+                    f' (the floor itself reached '
+                    f'{t[other] / t["copy+add floor"]:.2f}x)'
+                )
             elif other == 'naive':
                 # Same bytes as the naive one: spreading them over the
                 # devices gains at most one factor per core that works.
                 cores = min(k, os.cpu_count() or 1)
-                why = (f' = {t["naive"] / t["naive (reused)"]:.1f}x from '
-                       f'reused buffers * '
-                       f'{t["naive (reused)"] / t[best]:.1f}x from spread '
-                       f'work (at most {cores}x on {cores} cores)')
-            lines.append(f'{where} {ratio:.2f}x vs {other}{why}, target '
-                         f'{goal}x: {verdict}')
+                why = (
+                    f' = {t["naive"] / t["naive (reused)"]:.1f}x from '
+                    f'reused buffers * '
+                    f'{t["naive (reused)"] / t[best]:.1f}x from spread '
+                    f'work (at most {cores}x on {cores} cores)'
+                )
+            lines.append(
+                f'{where} {ratio:.2f}x vs {other}{why}, target '
+                f'{goal}x: {verdict}'
+            )
     return lines

@@ -9,6 +9,7 @@ evaluation), so what is left is the cost of one training step. With
 ``--rate`` it measures the step time on an emulated network
 (:mod:`d2lpar.dist.netem`) beside the cost model's prediction.
 """
+
 import importlib.util
 import json
 import os
@@ -71,21 +72,48 @@ def engine_command(engine, workers, worker_args, timeout=600, servers=1):
     -------
     list of str
     """
-    worker = [PY, '-m', 'd2lpar', 'worker', '--engine', engine,
-              *worker_args]
+    worker = [PY, '-m', 'd2lpar', 'worker', '--engine', engine, *worker_args]
     if engine == 'kvstore':
-        return [PY, '-m', 'd2lpar', 'launch', '--workers', str(workers),
-                '--servers', str(servers), '--timeout', str(timeout), '--',
-                *worker]
+        return [
+            PY,
+            '-m',
+            'd2lpar',
+            'launch',
+            '--workers',
+            str(workers),
+            '--servers',
+            str(servers),
+            '--timeout',
+            str(timeout),
+            '--',
+            *worker,
+        ]
     if engine == 'horovod':
-        return [_horovodrun() or 'horovodrun', '-np', str(workers), '-H',
-                f'localhost:{workers}', '--gloo', *worker]
-    raise ValueError(f'unknown engine {engine!r}: use one of '
-                     f'{", ".join(ENGINES)}')
+        return [
+            _horovodrun() or 'horovodrun',
+            '-np',
+            str(workers),
+            '-H',
+            f'localhost:{workers}',
+            '--gloo',
+            *worker,
+        ]
+    raise ValueError(
+        f'unknown engine {engine!r}: use one of {", ".join(ENGINES)}'
+    )
 
 
-def run_job(engine, workers, batch_size, num_train, num_test, timeout,
-            servers=1, rate=None, hosts=1):
+def run_job(
+    engine,
+    workers,
+    batch_size,
+    num_train,
+    num_test,
+    timeout,
+    servers=1,
+    rate=None,
+    hosts=1,
+):
     """Run one training job; return its stats with ``bytes`` added.
 
     ``rate`` limits the network (``'100mbit'``); ``hosts=2`` places the
@@ -100,31 +128,55 @@ def run_job(engine, workers, batch_size, num_train, num_test, timeout,
     """
     with tempfile.TemporaryDirectory() as tmp:
         stats_path = os.path.join(tmp, 'stats.json')
-        args = ['--epochs', '1', '--batch-size', str(batch_size),
-                '--num-train', str(num_train), '--num-test', str(num_test),
-                '--stats-to', stats_path]
+        args = [
+            '--epochs',
+            '1',
+            '--batch-size',
+            str(batch_size),
+            '--num-train',
+            str(num_train),
+            '--num-test',
+            str(num_test),
+            '--stats-to',
+            stats_path,
+        ]
         command = engine_command(engine, workers, args, timeout, servers)
         if hosts == 1:
             status, sent = run_counting_bytes(command, timeout + 30, rate)
         elif engine != 'kvstore':
-            raise RuntimeError('two emulated hosts run the parameter '
-                               'server only (horovodrun needs ssh)')
+            raise RuntimeError(
+                'two emulated hosts run the parameter '
+                'server only (horovodrun needs ssh)'
+            )
         else:
             with netem.EmulatedHosts(rate) as net:
-                status = launch(command[command.index('--') + 1:],
-                                workers, servers, timeout=timeout,
-                                hosts=net.hosts)
+                status = launch(
+                    command[command.index('--') + 1 :],
+                    workers,
+                    servers,
+                    timeout=timeout,
+                    hosts=net.hosts,
+                )
                 sent = net.sent()
         if status != 0 or not os.path.exists(stats_path):
-            raise RuntimeError(f'the {engine} job failed (status {status}):'
-                               f' {" ".join(command)}')
+            raise RuntimeError(
+                f'the {engine} job failed (status {status}):'
+                f' {" ".join(command)}'
+            )
         with open(stats_path) as f:
             stats = json.load(f)
     return dict(stats['epochs'][0], bytes=sent)
 
 
-def measure_engine(engine, workers=2, batch_size=128, steps=(10, 40),
-                   num_test=512, timeout=600, servers=1):
+def measure_engine(
+    engine,
+    workers=2,
+    batch_size=128,
+    steps=(10, 40),
+    num_test=512,
+    timeout=600,
+    servers=1,
+):
     """Seconds and loopback bytes of one training step on ``engine``.
 
     Parameters
@@ -148,34 +200,55 @@ def measure_engine(engine, workers=2, batch_size=128, steps=(10, 40),
         be counted), ``test_acc`` (the long job's).
     """
     global_batch = batch_size * workers
-    short, long = (run_job(engine, workers, batch_size, s * global_batch,
-                           num_test, timeout, servers) for s in steps)
+    short, long = (
+        run_job(
+            engine,
+            workers,
+            batch_size,
+            s * global_batch,
+            num_test,
+            timeout,
+            servers,
+        )
+        for s in steps
+    )
     per_step = None
     if short['bytes'] is not None and long['bytes'] is not None:
-        per_step = ((long['bytes'] - short['bytes'])
-                    / (long['steps'] - short['steps']))
-    return {'engine': engine, 'workers': workers, 'servers': servers,
-            'sec_per_step': long['seconds'] / long['steps'],
-            'bytes_per_step': per_step, 'test_acc': long['test_acc']}
+        per_step = (long['bytes'] - short['bytes']) / (
+            long['steps'] - short['steps']
+        )
+    return {
+        'engine': engine,
+        'workers': workers,
+        'servers': servers,
+        'sec_per_step': long['seconds'] / long['steps'],
+        'bytes_per_step': per_step,
+        'test_acc': long['test_acc'],
+    }
 
 
 def format_engines(rows):
     """A table of :func:`measure_engine` results, with the cost model."""
     n = gradient_bytes()
-    lines = [f'gradients N = {n / 1e6:.2f} MB per step',
-             f'{"engine":>8} {"workers":>7} {"ms/step":>8} '
-             f'{"MB/step":>8} {"x N":>6}']
+    lines = [
+        f'gradients N = {n / 1e6:.2f} MB per step',
+        f'{"engine":>8} {"workers":>7} {"ms/step":>8} '
+        f'{"MB/step":>8} {"x N":>6}',
+    ]
     for r in rows:
         sent = r['bytes_per_step']
         mb = f'{sent / 1e6:8.2f}' if sent is not None else f'{"n/a":>8}'
         ratio = f'{sent / n:6.2f}' if sent is not None else f'{"n/a":>6}'
-        lines.append(f'{r["engine"]:>8} {r["workers"]:>7} '
-                     f'{1e3 * r["sec_per_step"]:8.1f} {mb} {ratio}')
+        lines.append(
+            f'{r["engine"]:>8} {r["workers"]:>7} '
+            f'{1e3 * r["sec_per_step"]:8.1f} {mb} {ratio}'
+        )
     return '\n'.join(lines)
 
 
 class _Alone:
     """An engine of one worker that sums nothing: compute only."""
+
     rank, num_workers = 0, 1
 
     def sum_(self, arrays, first_key=0):
@@ -189,8 +262,9 @@ def compute_seconds(batch_size=64, steps=20):
     ``batch_size``, with an engine that does not communicate.
     """
     params = get_params(init_lenet_params(0, 0.1), npx.cpu())
-    train_iter, _ = load_fashion_mnist(batch_size, num_train=batch_size,
-                                       num_test=batch_size, seed=0)
+    train_iter, _ = load_fashion_mnist(
+        batch_size, num_train=batch_size, num_test=batch_size, seed=0
+    )
     X, y = next(iter(train_iter))
     worker_step(_Alone(), X, y, params, 0.1)  # warm-up
     npx.waitall()
@@ -216,8 +290,7 @@ def model_shape(servers, hosts):
     return 'naive' if servers == 1 else 'sharded'
 
 
-def predict_step(compute, rate, servers=1, hosts=1, workers=2,
-                 latency=50e-6):
+def predict_step(compute, rate, servers=1, hosts=1, workers=2, latency=50e-6):
     """Predicted seconds per step: compute plus the model's transfers.
 
     Parameters
@@ -232,12 +305,25 @@ def predict_step(compute, rate, servers=1, hosts=1, workers=2,
         Seconds per message (alpha).
     """
     bandwidth = netem.parse_rate(rate) / 8
-    return compute + allreduce_time(model_shape(servers, hosts), workers,
-                                    gradient_bytes(), bandwidth, latency)
+    return compute + allreduce_time(
+        model_shape(servers, hosts),
+        workers,
+        gradient_bytes(),
+        bandwidth,
+        latency,
+    )
 
 
-def measure_network(rates, servers=(1, 2), hosts=1, workers=2,
-                    batch_size=64, steps=20, num_test=256, timeout=300):
+def measure_network(
+    rates,
+    servers=(1, 2),
+    hosts=1,
+    workers=2,
+    batch_size=64,
+    steps=20,
+    num_test=256,
+    timeout=300,
+):
     """Step time on an emulated network at each rate, and the model's.
 
     One job per (servers, rate). Returns a list of dicts: ``servers``,
@@ -261,29 +347,49 @@ def measure_network(rates, servers=(1, 2), hosts=1, workers=2,
     rows = []
     for s in servers:
         for rate in rates:
-            job = run_job('kvstore', workers, batch_size,
-                          steps * batch_size * workers, num_test, timeout,
-                          s, rate, hosts)
-            rows.append({
-                'servers': s, 'hosts': hosts, 'rate': rate,
-                'sec_per_step': job['seconds'] / job['steps'],
-                'predicted': predict_step(compute, rate, s, hosts, workers),
-                'compute': compute,
-                'bytes_per_step': job['bytes'] / job['steps']})
+            job = run_job(
+                'kvstore',
+                workers,
+                batch_size,
+                steps * batch_size * workers,
+                num_test,
+                timeout,
+                s,
+                rate,
+                hosts,
+            )
+            rows.append(
+                {
+                    'servers': s,
+                    'hosts': hosts,
+                    'rate': rate,
+                    'sec_per_step': job['seconds'] / job['steps'],
+                    'predicted': predict_step(
+                        compute, rate, s, hosts, workers
+                    ),
+                    'compute': compute,
+                    'bytes_per_step': job['bytes'] / job['steps'],
+                }
+            )
     return rows
 
 
 def format_network(rows):
     """A table of :func:`measure_network` rows."""
     n = gradient_bytes()
-    lines = [f'gradients N = {n / 1e6:.2f} MB; compute alone '
-             f'{1e3 * rows[0]["compute"]:.1f} ms per step' if rows else '',
-             f'{"hosts":>5} {"servers":>7} {"rate":>8} {"ms/step":>8} '
-             f'{"model":>7} {"ratio":>6} {"job MB/step":>11}']
+    lines = [
+        f'gradients N = {n / 1e6:.2f} MB; compute alone '
+        f'{1e3 * rows[0]["compute"]:.1f} ms per step'
+        if rows
+        else '',
+        f'{"hosts":>5} {"servers":>7} {"rate":>8} {"ms/step":>8} '
+        f'{"model":>7} {"ratio":>6} {"job MB/step":>11}',
+    ]
     for r in rows:
         lines.append(
             f'{r["hosts"]:>5} {r["servers"]:>7} {r["rate"]:>8} '
             f'{1e3 * r["sec_per_step"]:8.1f} {1e3 * r["predicted"]:7.1f} '
             f'{r["sec_per_step"] / r["predicted"]:6.2f} '
-            f'{r["bytes_per_step"] / 1e6:11.2f}')
+            f'{r["bytes_per_step"] / 1e6:11.2f}'
+        )
     return '\n'.join(lines)

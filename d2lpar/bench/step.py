@@ -4,6 +4,7 @@ Times one ``train_batch`` step on 1 and 2 devices, with MXNet's default
 scratch-buffer pool and with d2lpar's, each in a fresh process (MXNet
 reads the setting once, when its engine starts).
 """
+
 import multiprocessing
 import os
 
@@ -29,9 +30,11 @@ def time_steps(num_devices, batch_size=256, repeats=20, warmup=3):
     float
         Median seconds per step, each ended by ``npx.waitall()``.
     """
-    import d2lpar as dp
     import numpy as onp
     from mxnet import np
+
+    import d2lpar as dp
+
     rng = onp.random.default_rng(0)
     X = np.array(rng.uniform(size=(batch_size, 1, 28, 28)), dtype='float32')
     y = np.array(rng.integers(0, 10, batch_size), dtype='int32')
@@ -40,11 +43,19 @@ def time_steps(num_devices, batch_size=256, repeats=20, warmup=3):
     device_params = [dp.get_params(params, d) for d in devices]
     return median_seconds(
         lambda: dp.train_batch(X, y, device_params, devices, 0.1),
-        repeats, warmup)
+        repeats,
+        warmup,
+    )
 
 
-def compare_steps(device_counts=(1, 2), temp_copies=None, batch_size=256,
-                  repeats=20, timeout=600, rounds=2):
+def compare_steps(
+    device_counts=(1, 2),
+    temp_copies=None,
+    batch_size=256,
+    repeats=20,
+    timeout=600,
+    rounds=2,
+):
     """Time steps for each device count and scratch-pool size.
 
     Each measurement runs in a fresh Python process with
@@ -70,30 +81,41 @@ def compare_steps(device_counts=(1, 2), temp_copies=None, batch_size=256,
         ``{'devices', 'temp_copy', 'sec_per_step'}`` per measurement.
     """
     from .. import CPU_TEMP_COPY
+
     temp_copies = temp_copies or (MXNET_DEFAULT_TEMP_COPY, CPU_TEMP_COPY)
     best = {}
     for _ in range(rounds):
         for temp_copy in temp_copies:
             for k in device_counts:
                 seconds = _in_fresh_process(
-                    {'MXNET_CPU_TEMP_COPY': str(temp_copy)}, time_steps,
-                    (k, batch_size, repeats), timeout)
+                    {'MXNET_CPU_TEMP_COPY': str(temp_copy)},
+                    time_steps,
+                    (k, batch_size, repeats),
+                    timeout,
+                )
                 key = (str(temp_copy), k)
                 best[key] = min(seconds, best.get(key, seconds))
-    return [dict(devices=k, temp_copy=t, sec_per_step=s)
-            for (t, k), s in best.items()]
+    return [
+        dict(devices=k, temp_copy=t, sec_per_step=s)
+        for (t, k), s in best.items()
+    ]
 
 
 def format_steps(rows):
     """A table of :func:`compare_steps` rows with speed-ups vs 1 device."""
-    lines = [f'{"MXNET_CPU_TEMP_COPY":>20} {"devices":>8} '
-             f'{"ms/step":>9} {"speed-up":>9}']
-    base = {r['temp_copy']: r['sec_per_step'] for r in rows
-            if r['devices'] == 1}
+    lines = [
+        f'{"MXNET_CPU_TEMP_COPY":>20} {"devices":>8} '
+        f'{"ms/step":>9} {"speed-up":>9}'
+    ]
+    base = {
+        r['temp_copy']: r['sec_per_step'] for r in rows if r['devices'] == 1
+    }
     for r in rows:
         speedup = base.get(r['temp_copy'], float('nan')) / r['sec_per_step']
-        lines.append(f'{r["temp_copy"]:>20} {r["devices"]:>8} '
-                     f'{1000 * r["sec_per_step"]:>9.1f} {speedup:>8.2f}x')
+        lines.append(
+            f'{r["temp_copy"]:>20} {r["devices"]:>8} '
+            f'{1000 * r["sec_per_step"]:>9.1f} {speedup:>8.2f}x'
+        )
     return '\n'.join(lines)
 
 

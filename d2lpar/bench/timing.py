@@ -1,4 +1,5 @@
 """The one timing loop of the benchmarks."""
+
 import statistics
 from time import perf_counter
 
@@ -31,8 +32,9 @@ def median_seconds(fn, repeats, warmup):
         If ``repeats`` is below 1.
     """
     if repeats < 1:
-        raise ValueError(f'median_seconds: repeats={repeats!r}; time at '
-                         f'least one run')
+        raise ValueError(
+            f'median_seconds: repeats={repeats!r}; time at least one run'
+        )
     times = []
     for i in range(warmup + repeats):
         npx.waitall()

@@ -15,6 +15,7 @@ The mistake codes and their hints live in one table,
 solution.py`` runs the check of every function of :data:`CHECKS` that a
 file defines.
 """
+
 from .allreduce import check_allreduce
 from .averaging import check_average_params, check_train_epoch
 from .evaluation import check_evaluate
@@ -39,7 +40,17 @@ CHECKS = {
     'train_epoch': check_train_epoch,
 }
 
-__all__ = ['CHECKS', 'Failure', 'MISTAKES', 'Report', 'check_allreduce',
-           'check_average_params', 'check_evaluate',
-           'check_grad_accumulation', 'check_ring_schedule',
-           'check_split_batch', 'check_train_batch', 'check_train_epoch']
+__all__ = [
+    'CHECKS',
+    'Failure',
+    'MISTAKES',
+    'Report',
+    'check_allreduce',
+    'check_average_params',
+    'check_evaluate',
+    'check_grad_accumulation',
+    'check_ring_schedule',
+    'check_split_batch',
+    'check_train_batch',
+    'check_train_epoch',
+]

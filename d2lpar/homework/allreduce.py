@@ -1,4 +1,5 @@
 """Checks for an allreduce written by a student, and the battery."""
+
 import numpy as onp
 from mxnet import np
 
@@ -18,11 +19,17 @@ def allreduce_cases():
         for shape in [(max(k - 1, 1),), (2 * k + 1,), (3, 2 * k)]:
             for dtype in ('float32', 'float64'):
                 size = int(onp.prod(shape))
-                cases.append({'k': k, 'shape': shape, 'dtype': dtype,
-                              'what': f'k={k} devices, shape {shape} '
-                                      f'({size} element'
-                                      f'{"s" if size > 1 else ""}), '
-                                      f'{dtype}'})
+                cases.append(
+                    {
+                        'k': k,
+                        'shape': shape,
+                        'dtype': dtype,
+                        'what': f'k={k} devices, shape {shape} '
+                        f'({size} element'
+                        f'{"s" if size > 1 else ""}), '
+                        f'{dtype}',
+                    }
+                )
     return cases
 
 
@@ -34,18 +41,21 @@ def make_inputs(case, seed=0):
     if case['dtype'] == 'float64':
         # 1e-9 is below float32's resolution at these magnitudes.
         values = [v + 1e-9 * (i + 1) for i, v in enumerate(values)]
-    data = [np.array(v, dtype=case['dtype'], ctx=d)
-            for v, d in zip(values, devs)]
+    data = [
+        np.array(v, dtype=case['dtype'], ctx=d) for v, d in zip(values, devs)
+    ]
     return data, [onp.asarray(v, dtype=case['dtype']) for v in values]
 
 
 def _close(got, want, dtype):
     return got.shape == want.shape and onp.allclose(
-        got, want, rtol=RTOL[dtype], atol=0)
+        got, want, rtol=RTOL[dtype], atol=0
+    )
 
 
-def diagnose_sum(originals, inputs, case, list_after=None, returned=None,
-                 mean=False):
+def diagnose_sum(
+    originals, inputs, case, list_after=None, returned=None, mean=False
+):
     """Name what is wrong with an allreduce's effect, or None if right.
 
     Parameters
@@ -74,8 +84,9 @@ def diagnose_sum(originals, inputs, case, list_after=None, returned=None,
     # Results that went somewhere else than the caller's arrays.
     elsewhere = []
     if list_after is not None:
-        elsewhere += [(i, a) for i, a in enumerate(list_after)
-                      if a is not originals[i]]
+        elsewhere += [
+            (i, a) for i, a in enumerate(list_after) if a is not originals[i]
+        ]
     if isinstance(returned, (list, tuple)):
         elsewhere += list(enumerate(returned))[:k]
     elif isinstance(returned, np.ndarray):  # the sum returned, not written
@@ -84,35 +95,57 @@ def diagnose_sum(originals, inputs, case, list_after=None, returned=None,
         if not isinstance(a, np.ndarray):
             continue
         if a.ctx != originals[i].ctx:
-            return ('changed-device', f'data[{i}] was replaced by an array '
-                    f'on {a.ctx}, but the input lived on '
-                    f'{originals[i].ctx}')
+            return (
+                'changed-device',
+                f'data[{i}] was replaced by an array '
+                f'on {a.ctx}, but the input lived on '
+                f'{originals[i].ctx}',
+            )
         if a.dtype != originals[i].dtype:
-            return ('changed-dtype', f'data[{i}] was replaced by a '
-                    f'{a.dtype} array; the input was {originals[i].dtype}')
+            return (
+                'changed-dtype',
+                f'data[{i}] was replaced by a '
+                f'{a.dtype} array; the input was {originals[i].dtype}',
+            )
     for i, a in elsewhere:
         if isinstance(a, np.ndarray) and _close(a.asnumpy(), want, dtype):
-            return ('not-in-place', f'{expect}; the result is in a new array '
-                    f'(data[{i}] rebound or returned), but the caller\'s '
-                    f'data[{i}] still holds {show(got[i])}')
+            return (
+                'not-in-place',
+                f'{expect}; the result is in a new array '
+                f"(data[{i}] rebound or returned), but the caller's "
+                f'data[{i}] still holds {show(got[i])}',
+            )
     if all(_close(g, v, dtype) for g, v in zip(got, inputs)) and k > 1:
-        return ('did-nothing', f'{expect}; got the inputs back unchanged, '
-                f'e.g. data[1] = {show(got[1])}')
+        return (
+            'did-nothing',
+            f'{expect}; got the inputs back unchanged, '
+            f'e.g. data[1] = {show(got[1])}',
+        )
     if k > 1 and all(_close(g, other, dtype) for g in got):
-        return ('summed' if mean else 'averaged',
-                f'{expect}; got {show(got[0])}')
+        return (
+            'summed' if mean else 'averaged',
+            f'{expect}; got {show(got[0])}',
+        )
     if dtype == 'float64' and all(_close(g, want, 'float32') for g in got):
         err = max(float(onp.abs(g - want).max()) for g in got)
-        return ('changed-dtype', f'{expect}; got it only to float32 '
-                f'precision (off by up to {err:.2g})')
+        return (
+            'changed-dtype',
+            f'{expect}; got it only to float32 '
+            f'precision (off by up to {err:.2g})',
+        )
     right = [i for i, g in enumerate(got) if _close(g, want, dtype)]
     wrong = [i for i in range(k) if i not in right]
     if right and all(_close(got[i], inputs[i], dtype) for i in wrong):
-        return ('not-broadcast', f'{expect}; devices {right} hold it but '
-                f'data[{wrong[0]}] still holds its input '
-                f'{show(got[wrong[0]])}')
-    return ('wrong-mean' if mean else 'wrong-sum',
-            f'{expect}; got data[0] = {show(got[0])}')
+        return (
+            'not-broadcast',
+            f'{expect}; devices {right} hold it but '
+            f'data[{wrong[0]}] still holds its input '
+            f'{show(got[wrong[0]])}',
+        )
+    return (
+        'wrong-mean' if mean else 'wrong-sum',
+        f'{expect}; got data[0] = {show(got[0])}',
+    )
 
 
 def _allreduce_case(fn, case):
@@ -148,5 +181,4 @@ def check_allreduce(fn):
     >>> bool(dp.check_allreduce(dp.sharded_allreduce))
     True
     """
-    return run_cases('check_allreduce', fn, allreduce_cases(),
-                     _allreduce_case)
+    return run_cases('check_allreduce', fn, allreduce_cases(), _allreduce_case)

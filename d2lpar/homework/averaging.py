@@ -1,5 +1,6 @@
 """Checks for parameter averaging and for an epoch without per-batch
 synchronisation."""
+
 import mxnet as mx
 import numpy as onp
 from mxnet import np, npx
@@ -7,35 +8,57 @@ from mxnet import np, npx
 from ..devices import devices as make_devices
 from .allreduce import diagnose_sum
 from .report import call, run_cases
-from .steps import (LR, diagnose_step, make_batches, one_device_step,
-                    start, values)
+from .steps import (
+    LR,
+    diagnose_step,
+    make_batches,
+    one_device_step,
+    start,
+    values,
+)
 
 SHAPES = [(3, 2), (4,), (1,)]  # 1 element: fewer than most k
 
 
 def average_cases():
     """k = 1..5, three parameters (one smaller than k), both dtypes."""
-    return [{'k': k, 'dtype': dtype, 'what': f'k={k} replicas of '
-             f'{len(SHAPES)} {dtype} parameters, shapes {SHAPES}'}
-            for k in range(1, 6) for dtype in ('float32', 'float64')]
+    return [
+        {
+            'k': k,
+            'dtype': dtype,
+            'what': f'k={k} replicas of '
+            f'{len(SHAPES)} {dtype} parameters, shapes {SHAPES}',
+        }
+        for k in range(1, 6)
+        for dtype in ('float32', 'float64')
+    ]
 
 
 def _average_case(fn, case):
     rng = onp.random.default_rng(case['k'])
     devs = make_devices(case['k'])
-    inputs = [[rng.integers(1, 9, s).astype(case['dtype']) for s in SHAPES]
-              for _ in devs]
+    inputs = [
+        [rng.integers(1, 9, s).astype(case['dtype']) for s in SHAPES]
+        for _ in devs
+    ]
     if case['dtype'] == 'float64':
-        inputs = [[v + 1e-9 * (i + 1) for v in vs]
-                  for i, vs in enumerate(inputs)]
-    device_params = [[np.array(v, dtype=case['dtype'], ctx=d) for v in vs]
-                     for vs, d in zip(inputs, devs)]
+        inputs = [
+            [v + 1e-9 * (i + 1) for v in vs] for i, vs in enumerate(inputs)
+        ]
+    device_params = [
+        [np.array(v, dtype=case['dtype'], ctx=d) for v in vs]
+        for vs, d in zip(inputs, devs)
+    ]
     objects = [list(p) for p in device_params]
     call(fn, device_params)
     for j in range(len(SHAPES)):
-        found = diagnose_sum([o[j] for o in objects],
-                             [v[j] for v in inputs], case,
-                             [p[j] for p in device_params], mean=True)
+        found = diagnose_sum(
+            [o[j] for o in objects],
+            [v[j] for v in inputs],
+            case,
+            [p[j] for p in device_params],
+            mean=True,
+        )
         if found:
             code, text = found
             return code, f'parameter {j}: {text}'
@@ -65,8 +88,9 @@ def check_average_params(fn):
     >>> bool(check_average_params(reference.average_params))
     True
     """
-    return run_cases('check_average_params', fn, average_cases(),
-                     _average_case)
+    return run_cases(
+        'check_average_params', fn, average_cases(), _average_case
+    )
 
 
 class _CountWaits:
@@ -78,6 +102,7 @@ class _CountWaits:
         def counting(*args, **kwargs):
             self.count += 1
             return self.saved[0](*args, **kwargs)
+
         npx.waitall = mx.nd.waitall = counting
         return self
 
@@ -87,10 +112,15 @@ class _CountWaits:
 
 def epoch_cases():
     """k = 1..3; four uneven batches per epoch."""
-    return [{'k': k, 'sizes': (2 * k + 1, k + 1, 3 * k, k + 2),
-             'what': f'k={k} devices, an epoch of 4 batches of '
-                     f'{2 * k + 1}, {k + 1}, {3 * k} and {k + 2} examples'}
-            for k in range(1, 4)]
+    return [
+        {
+            'k': k,
+            'sizes': (2 * k + 1, k + 1, 3 * k, k + 2),
+            'what': f'k={k} devices, an epoch of 4 batches of '
+            f'{2 * k + 1}, {k + 1}, {3 * k} and {k + 2} examples',
+        }
+        for k in range(1, 4)
+    ]
 
 
 def _epoch_case(fn, case):
@@ -102,15 +132,19 @@ def _epoch_case(fn, case):
     before = values(reference)
     for X, y in batches:
         one_device_step(reference, X, y)
-    found = diagnose_step(before, device_params, objects, devs,
-                          values(reference), 0)
+    found = diagnose_step(
+        before, device_params, objects, devs, values(reference), 0
+    )
     if found:
         code, text = found
         return code, text.replace('after step 1', 'after the epoch')
     if waits.count >= len(batches):
-        return ('synced-every-batch', f'npx.waitall was called '
-                f'{waits.count} times for {len(batches)} batches; '
-                f'expected once at the end')
+        return (
+            'synced-every-batch',
+            f'npx.waitall was called '
+            f'{waits.count} times for {len(batches)} batches; '
+            f'expected once at the end',
+        )
     return None
 
 

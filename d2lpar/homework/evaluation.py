@@ -1,4 +1,5 @@
 """Check a student's multi-device accuracy against the one-device count."""
+
 import numpy as onp
 from mxnet import np
 
@@ -12,13 +13,24 @@ from .report import call, run_cases
 def evaluate_cases():
     """k = 1..5; equal batches for k=1, then uneven batches (2k+1 and
     k+2 examples) whose shards differ in size."""
-    cases = [{'k': 1, 'batches': (6, 6), 'what': 'k=1 device, batches '
-              'of 6 and 6 examples'}]
+    cases = [
+        {
+            'k': 1,
+            'batches': (6, 6),
+            'what': 'k=1 device, batches of 6 and 6 examples',
+        }
+    ]
     for k in range(2, 6):
         batches = (2 * k + 1, k + 2)
-        cases.append({'k': k, 'batches': batches, 'what': f'k={k} devices, '
-                      f'batches of {batches[0]} and {batches[1]} '
-                      f'examples'})
+        cases.append(
+            {
+                'k': k,
+                'batches': batches,
+                'what': f'k={k} devices, '
+                f'batches of {batches[0]} and {batches[1]} '
+                f'examples',
+            }
+        )
     return cases
 
 
@@ -38,7 +50,7 @@ def make_data(case):
         pred = lenet(X, params).argmax(axis=1).asnumpy().astype('int32')
         ok = (onp.arange(n) % 3 == 0).astype(int)
         if b == 0:
-            ok[:shard_sizes(n, case['k'])[0]] = 1
+            ok[: shard_sizes(n, case['k'])[0]] = 1
         y = onp.where(ok == 1, pred, (pred + 1) % 10).astype('int32')
         batches.append((X, np.array(y, dtype='int32')))
         right.append(ok)
@@ -47,35 +59,41 @@ def make_data(case):
 
 def alternatives(right, k):
     """The accuracy, and what the usual mistakes compute instead."""
-    shards = [onp.split(r, onp.cumsum(shard_sizes(len(r), k))[:-1])
-              for r in right]
+    shards = [
+        onp.split(r, onp.cumsum(shard_sizes(len(r), k))[:-1]) for r in right
+    ]
     every = onp.concatenate(right)
-    return {None: every.mean(),
-            'averaged-shards': onp.mean([s.mean() for b in shards
-                                         for s in b]),
-            'averaged-batches': onp.mean([r.mean() for r in right]),
-            'first-shard-only': (sum(b[0].sum() for b in shards)
-                                 / sum(len(b[0]) for b in shards))}
+    return {
+        None: every.mean(),
+        'averaged-shards': onp.mean([s.mean() for b in shards for s in b]),
+        'averaged-batches': onp.mean([r.mean() for r in right]),
+        'first-shard-only': (
+            sum(b[0].sum() for b in shards) / sum(len(b[0]) for b in shards)
+        ),
+    }
 
 
 def _evaluate_case(fn, case):
     batches, device_params, devs, right = make_data(case)
     got = call(fn, device_params, batches, devs)
     if got is None:
-        return ('bad-return', 'expected the accuracy as a float; got '
-                'None')
+        return ('bad-return', 'expected the accuracy as a float; got None')
     try:
         got = float(got)
     except (TypeError, ValueError):
-        return ('bad-return', f'expected the accuracy as a float; got '
-                f'{got!r:.100}')
+        return (
+            'bad-return',
+            f'expected the accuracy as a float; got {got!r:.100}',
+        )
     options = alternatives(right, case['k'])
     want = options.pop(None)
     if abs(got - want) < 1e-6:
         return None
-    text = (f'expected accuracy {want:.6f} '
-            f'({int(sum(r.sum() for r in right))} correct of '
-            f'{sum(case["batches"])}); got {got:.6f}')
+    text = (
+        f'expected accuracy {want:.6f} '
+        f'({int(sum(r.sum() for r in right))} correct of '
+        f'{sum(case["batches"])}); got {got:.6f}'
+    )
     for code, value in options.items():
         if abs(got - value) < 1e-6:
             return code, text
@@ -108,5 +126,4 @@ def check_evaluate(fn):
     >>> bool(dp.check_evaluate(dp.evaluate_accuracy_sharded))
     True
     """
-    return run_cases('check_evaluate', fn, evaluate_cases(),
-                     _evaluate_case)
+    return run_cases('check_evaluate', fn, evaluate_cases(), _evaluate_case)

@@ -1,4 +1,5 @@
 """Grade solution files: ``python -m d2lpar check FILE_OR_FOLDER ...``."""
+
 import importlib.util
 import inspect
 import pathlib
@@ -19,8 +20,10 @@ def solution_files(paths):
     files = []
     for path in map(pathlib.Path, paths):
         if not path.exists():
-            raise FileNotFoundError(f'check: {path} does not exist; pass '
-                                    f'a solution .py file or a folder')
+            raise FileNotFoundError(
+                f'check: {path} does not exist; pass '
+                f'a solution .py file or a folder'
+            )
         files += sorted(path.glob('*.py')) if path.is_dir() else [path]
     return files
 
@@ -45,8 +48,7 @@ def grade_file(path, index=0):
         :class:`Report` objects. A file that fails to import, or defines
         none of :data:`CHECKS`, does not pass and says why in ``error``.
     """
-    result = {'file': str(path), 'passed': False, 'error': None,
-              'reports': []}
+    result = {'file': str(path), 'passed': False, 'error': None, 'reports': []}
     try:
         module = load(path, index)
     except Exception:  # noqa: BLE001 - the student's file, shown whole
@@ -59,10 +61,10 @@ def grade_file(path, index=0):
         if inspect.isfunction(fn) and fn.__module__ == module.__name__:
             result['reports'].append(check(fn))
     if not result['reports']:
-        result['error'] = (f'defines none of the functions with a check: '
-                           f'{", ".join(CHECKS)}')
-    result['passed'] = (result['error'] is None
-                        and all(result['reports']))
+        result['error'] = (
+            f'defines none of the functions with a check: {", ".join(CHECKS)}'
+        )
+    result['passed'] = result['error'] is None and all(result['reports'])
     return result
 
 
@@ -71,12 +73,17 @@ def grade(paths):
     results = [grade_file(p, i) for i, p in enumerate(solution_files(paths))]
     lines = []
     for r in results:
-        lines.append(f'== {r["file"]}: '
-                     f'{"PASSED" if r["passed"] else "FAILED"}')
+        lines.append(
+            f'== {r["file"]}: {"PASSED" if r["passed"] else "FAILED"}'
+        )
         if r['error']:
             lines.append(r['error'].rstrip())
         lines += [str(report) for report in r['reports']]
-    summary = {'passed': bool(results) and all(r['passed'] for r in results),
-               'files': [dict(r, reports=[x.to_dict() for x in r['reports']])
-                         for r in results]}
+    summary = {
+        'passed': bool(results) and all(r['passed'] for r in results),
+        'files': [
+            dict(r, reports=[x.to_dict() for x in r['reports']])
+            for r in results
+        ],
+    }
     return summary, '\n'.join(lines)

@@ -9,98 +9,101 @@ The codes and their hints (the dict ``MISTAKES``):
 MISTAKES = {
     # any function
     'raised': 'Your function raised an exception (traceback below). '
-              'Fill in the TODO, or fix the line the traceback names.',
+    'Fill in the TODO, or fix the line the traceback names.',
     'did-nothing': 'Nothing changed and nothing useful came back: is the '
-                   'function still the stub?',
+    'function still the stub?',
     'bad-return': 'The function returned something of the wrong kind; '
-                  'see the docstring for what it must return.',
+    'see the docstring for what it must return.',
     # allreduce
-    'not-in-place': 'Write the result into the caller\'s arrays '
-                    '(a[:] = ... or a.copyto(...) into them); returning '
-                    'new arrays or rebinding data[i] = ... leaves the '
-                    'caller\'s arrays unchanged.',
+    'not-in-place': "Write the result into the caller's arrays "
+    '(a[:] = ... or a.copyto(...) into them); returning '
+    'new arrays or rebinding data[i] = ... leaves the '
+    "caller's arrays unchanged.",
     'not-broadcast': 'The sum is on one device only: copy it back to '
-                     'every other device.',
+    'every other device.',
     'averaged': 'You divided by the number of devices: allreduce must '
-                'leave the sum (train_batch divides by the batch size).',
+    'leave the sum (train_batch divides by the batch size).',
     'wrong-sum': 'Some arrays hold a sum that misses or repeats a '
-                 'device\'s contribution, or mixes chunks.',
+    "device's contribution, or mixes chunks.",
     'changed-device': 'A result lives on another device than the array '
-                      'it replaces; keep data[i] on data[i].ctx.',
+    'it replaces; keep data[i] on data[i].ctx.',
     'changed-dtype': 'The result lost precision or changed dtype: '
-                     'compute in the inputs\' dtype (e.g. float64 stays '
-                     'float64; np.zeros defaults to float32).',
+    "compute in the inputs' dtype (e.g. float64 stays "
+    'float64; np.zeros defaults to float32).',
     # ring schedule
     'not-a-schedule': 'A schedule is a list of steps, each a list of '
-                      'Transfer(src, dst, chunk, reduce) with devices and '
-                      'chunks in range(k).',
+    'Transfer(src, dst, chunk, reduce) with devices and '
+    'chunks in range(k).',
     'not-a-ring': 'In a ring, device i only sends to (i + 1) % k.',
     'too-much-traffic': 'Some device moves more than 2 (k-1) N / k bytes; '
-                        'send chunks (N / k elements), not whole arrays.',
+    'send chunks (N / k elements), not whole arrays.',
     'too-many-steps': 'A ring needs only 2 (k-1) steps when every device '
-                      'sends in every step.',
+    'sends in every step.',
     # split_batch
     'dropped-examples': 'Some examples are on no device (often the '
-                        'remainder n % k): every example must land '
-                        'somewhere.',
+    'remainder n % k): every example must land '
+    'somewhere.',
     'duplicated-examples': 'Some examples are on two devices, or twice '
-                           'on one.',
+    'on one.',
     'reordered': 'Concatenating the shards in device order must give the '
-                 'batch back in its order; use contiguous slices.',
-    'labels-mismatched': 'A label ended up beside another example\'s '
-                         'features: slice X and y with the same bounds.',
+    'batch back in its order; use contiguous slices.',
+    'labels-mismatched': "A label ended up beside another example's "
+    'features: slice X and y with the same bounds.',
     'wrong-device': 'Shard i must live on devices[i] (as_in_ctx).',
     'unbalanced': 'Shard sizes differ by more than one: give the '
-                  'remainder n % k to the first shards, one each.',
+    'remainder n % k to the first shards, one each.',
     'accepted-bad-input': 'Fewer examples than devices (or X and y of '
-                          'different lengths) must raise ValueError, '
-                          'not return empty shards.',
+    'different lengths) must raise ValueError, '
+    'not return empty shards.',
     # evaluation
     'averaged-batches': 'You averaged per-batch accuracies; batches of '
-                        'different sizes must weigh by their size: add '
-                        'correct counts and example counts instead.',
+    'different sizes must weigh by their size: add '
+    'correct counts and example counts instead.',
     'averaged-shards': 'You averaged per-shard accuracies; shards of '
-                       'different sizes must weigh by their size.',
-    'first-shard-only': 'Only the first device\'s shard was scored; add '
-                        'every device\'s correct predictions.',
+    'different sizes must weigh by their size.',
+    'first-shard-only': "Only the first device's shard was scored; add "
+    "every device's correct predictions.",
     'wrong-accuracy': 'The accuracy differs from the one-device '
-                      'evaluation on the same data.',
+    'evaluation on the same data.',
     # training
     'wrong-scale': 'The update has the right direction but the wrong '
-                   'size: divide the summed gradient by the whole batch '
-                   'size (not the shard or micro-batch size).',
+    'size: divide the summed gradient by the whole batch '
+    'size (not the shard or micro-batch size).',
     'replicas-diverge': 'The replicas differ after the step: every '
-                        'device must apply the same summed gradient.',
+    'device must apply the same summed gradient.',
     'not-one-device-step': 'The replicas agree with each other but not '
-                           'with one SGD step on the whole batch on one '
-                           'device.',
+    'with one SGD step on the whole batch on one '
+    'device.',
     'stale-gradients': 'The first step is right and a later one is '
-                       'not: gradients (or a buffer) from the previous '
-                       'step leak into the next; zero them first.',
-    'not-accumulated': 'Only the last micro-batch\'s gradient was used: '
-                       'backward() overwrites .grad, so add each '
-                       'micro-batch\'s gradient into a sum.',
+    'not: gradients (or a buffer) from the previous '
+    'step leak into the next; zero them first.',
+    'not-accumulated': "Only the last micro-batch's gradient was used: "
+    'backward() overwrites .grad, so add each '
+    "micro-batch's gradient into a sum.",
     'stepped-per-micro-batch': 'You updated the parameters after every '
-                               'micro-batch; accumulate, then take one '
-                               'step.',
+    'micro-batch; accumulate, then take one '
+    'step.',
     # parameter averaging
     'summed': 'You summed the replicas; averaging divides by k.',
     'wrong-mean': 'The replicas do not hold the mean of the inputs.',
     # overlap
     'synced-every-batch': 'You waited for the devices after every batch '
-                          '(npx.waitall); wait once, at the end.',
+    '(npx.waitall); wait once, at the end.',
 }
 
 
 # The module's documentation lists the table itself, so the book's page
 # of codes can never disagree with what the checks say.
-__doc__ += ''.join(f'\n``{code}``\n    {text}\n'
-                   for code, text in MISTAKES.items())
+__doc__ += ''.join(
+    f'\n``{code}``\n    {text}\n' for code, text in MISTAKES.items()
+)
 
 
 def hint(code):
     """The hint for mistake ``code`` (KeyError names the known codes)."""
     if code not in MISTAKES:
-        raise KeyError(f'unknown mistake code {code!r}; known: '
-                       f'{", ".join(sorted(MISTAKES))}')
+        raise KeyError(
+            f'unknown mistake code {code!r}; known: '
+            f'{", ".join(sorted(MISTAKES))}'
+        )
     return MISTAKES[code]

@@ -13,6 +13,7 @@ test ``tests/test_homework_notebooks.py`` runs the teacher's. By hand::
     python -m d2lpar.homework.notebooks homework _build/extra/homework \
         --teacher _build/homework-teacher --execute
 """
+
 import argparse
 import copy
 import pathlib
@@ -44,6 +45,7 @@ def student_version(nb):
     """
     # Imported here: only the build and the tests need nbgrader.
     from nbgrader.preprocessors import ClearOutput, ClearSolutions
+
     nb, resources = copy.deepcopy(nb), {}
     for step in (ClearSolutions(enforce_metadata=True), ClearOutput()):
         nb, resources = step.preprocess(nb, resources)
@@ -53,6 +55,7 @@ def student_version(nb):
 def execute(nb, timeout=600):
     """Run every cell in a fresh kernel; raise on the first error."""
     from nbclient import NotebookClient
+
     NotebookClient(nb, timeout=timeout, kernel_name='python3').execute()
     return nb
 
@@ -101,8 +104,9 @@ def main(argv=None):
     p.add_argument('--teacher', default=None)
     p.add_argument('--execute', action='store_true')
     args = p.parse_args(argv)
-    for path in build(args.source, args.student_dir, args.teacher,
-                      args.execute):
+    for path in build(
+        args.source, args.student_dir, args.teacher, args.execute
+    ):
         print(f'homework: wrote {path}')
     return 0
 

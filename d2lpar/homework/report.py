@@ -1,4 +1,5 @@
 """What a check found: a report a student can print and act on."""
+
 import dataclasses
 import html
 import traceback
@@ -36,9 +37,13 @@ class Failure:
 
     def to_dict(self):
         """Plain data for ``--json``."""
-        return {'mistake': self.mistake, 'case': self.case,
-                'message': self.message, 'hint': self.hint,
-                'traceback': self.traceback}
+        return {
+            'mistake': self.mistake,
+            'case': self.case,
+            'message': self.message,
+            'hint': self.hint,
+            'traceback': self.traceback,
+        }
 
 
 class Report:
@@ -75,27 +80,37 @@ class Report:
 
     def to_dict(self):
         """Plain data for ``python -m d2lpar check --json``."""
-        return {'check': self.check, 'function': self.function,
-                'passed': self.passed, 'cases': self.cases,
-                'mistakes': self.mistakes,
-                'failures': [f.to_dict() for f in self.failures]}
+        return {
+            'check': self.check,
+            'function': self.function,
+            'passed': self.passed,
+            'cases': self.cases,
+            'mistakes': self.mistakes,
+            'failures': [f.to_dict() for f in self.failures],
+        }
 
     def headline(self):
         """One line: passed, or how many cases failed."""
         if self.passed:
-            return (f'{self.check}({self.function}): passed all '
-                    f'{self.cases} cases')
-        return (f'{self.check}({self.function}): {len(self.failures)} of '
-                f'{self.cases} cases failed; mistakes: '
-                f'{", ".join(self.mistakes)}')
+            return (
+                f'{self.check}({self.function}): passed all {self.cases} cases'
+            )
+        return (
+            f'{self.check}({self.function}): {len(self.failures)} of '
+            f'{self.cases} cases failed; mistakes: '
+            f'{", ".join(self.mistakes)}'
+        )
 
     def __str__(self):
         lines = [self.headline()]
         if self.failures:
             f = self.failures[0]
-            lines += [f'first failing case: {f.case}',
-                      f'mistake: {f.mistake}', f.message,
-                      f'hint: {f.hint}']
+            lines += [
+                f'first failing case: {f.case}',
+                f'mistake: {f.mistake}',
+                f.message,
+                f'hint: {f.hint}',
+            ]
             if f.traceback:
                 lines += ['your traceback:', f.traceback.rstrip()]
         return '\n'.join(lines)
@@ -107,26 +122,34 @@ class Report:
         if self.passed:
             return f'**{self.headline()}**'
         f = self.failures[0]
-        text = (f'**{self.headline()}**\n\n- first failing case: {f.case}'
-                f'\n- mistake: `{f.mistake}`\n- hint: {f.hint}\n\n'
-                f'```\n{f.message}\n```\n')
+        text = (
+            f'**{self.headline()}**\n\n- first failing case: {f.case}'
+            f'\n- mistake: `{f.mistake}`\n- hint: {f.hint}\n\n'
+            f'```\n{f.message}\n```\n'
+        )
         if f.traceback:
             text += f'\nyour traceback:\n```\n{f.traceback.rstrip()}\n```\n'
         return text
 
     def _repr_html_(self):
         colour = 'green' if self.passed else 'darkred'
-        out = [f'<p style="color:{colour}"><b>'
-               f'{html.escape(self.headline())}</b></p>']
+        out = [
+            f'<p style="color:{colour}"><b>'
+            f'{html.escape(self.headline())}</b></p>'
+        ]
         if not self.passed:
             f = self.failures[0]
-            out.append(f'<ul><li>first failing case: {html.escape(f.case)}'
-                       f'</li><li>mistake: <code>{f.mistake}</code></li>'
-                       f'<li>hint: {html.escape(f.hint)}</li></ul>'
-                       f'<pre>{html.escape(f.message)}</pre>')
+            out.append(
+                f'<ul><li>first failing case: {html.escape(f.case)}'
+                f'</li><li>mistake: <code>{f.mistake}</code></li>'
+                f'<li>hint: {html.escape(f.hint)}</li></ul>'
+                f'<pre>{html.escape(f.message)}</pre>'
+            )
             if f.traceback:
-                out.append('<p>your traceback:</p><pre>'
-                           f'{html.escape(f.traceback.rstrip())}</pre>')
+                out.append(
+                    '<p>your traceback:</p><pre>'
+                    f'{html.escape(f.traceback.rstrip())}</pre>'
+                )
         return ''.join(out)
 
 
@@ -144,15 +167,18 @@ def run_cases(check, fn, cases, one_case):
             found = one_case(fn, case)
         except StudentError as e:
             name = type(e.error).__name__
-            text = (f'{name}: {e.error}' if str(e.error) else
-                    f'{name} (is the function still the stub?)')
-            failures.append(Failure('raised', describe(case), text,
-                                    e.text))
+            text = (
+                f'{name}: {e.error}'
+                if str(e.error)
+                else f'{name} (is the function still the stub?)'
+            )
+            failures.append(Failure('raised', describe(case), text, e.text))
             continue
         if found is not None:
             failures.append(Failure(found[0], describe(case), found[1]))
-    return Report(check, getattr(fn, '__name__', repr(fn)), len(cases),
-                  failures)
+    return Report(
+        check, getattr(fn, '__name__', repr(fn)), len(cases), failures
+    )
 
 
 class StudentError(Exception):

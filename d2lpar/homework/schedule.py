@@ -1,4 +1,5 @@
 """Check a ring allreduce written as a schedule of transfers."""
+
 import numpy as onp
 
 from ..collectives import run_schedule
@@ -14,9 +15,14 @@ def schedule_cases():
     for k in range(1, 6):
         for n in (6 * k, 2 * k + 1, max(k - 1, 1)):
             for dtype in ('float32', 'float64'):
-                cases.append({'k': k, 'shape': (n,), 'dtype': dtype,
-                              'what': f'k={k} devices, {n} {dtype} '
-                                      f'elements'})
+                cases.append(
+                    {
+                        'k': k,
+                        'shape': (n,),
+                        'dtype': dtype,
+                        'what': f'k={k} devices, {n} {dtype} elements',
+                    }
+                )
     return cases
 
 
@@ -48,8 +54,11 @@ def _schedule_case(fn, case):
     for s, step in enumerate(schedule):
         for t in step:
             if t.dst != (t.src + 1) % k:
-                return ('not-a-ring', f'step {s}: {t} sends from '
-                        f'{t.src} to {t.dst}, not to {(t.src + 1) % k}')
+                return (
+                    'not-a-ring',
+                    f'step {s}: {t} sends from '
+                    f'{t.src} to {t.dst}, not to {(t.src + 1) % k}',
+                )
     data, inputs = make_inputs(case)
     originals = list(data)
     run_schedule(data, schedule)
@@ -61,13 +70,18 @@ def _schedule_case(fn, case):
         bound = 2 * (k - 1) * n * itemsize // k
         sent, received = traffic(schedule, k, n, itemsize)
         if max(sent + received) > bound:
-            return ('too-much-traffic', f'expected at most 2 (k-1) N / k '
-                    f'= {bound} bytes per device; sent {sent}, received '
-                    f'{received}')
+            return (
+                'too-much-traffic',
+                f'expected at most 2 (k-1) N / k '
+                f'= {bound} bytes per device; sent {sent}, received '
+                f'{received}',
+            )
     steps = [step for step in schedule if step]  # empty steps cost 0
     if len(steps) > 2 * (k - 1):
-        return ('too-many-steps', f'expected {2 * (k - 1)} steps, got '
-                f'{len(steps)}')
+        return (
+            'too-many-steps',
+            f'expected {2 * (k - 1)} steps, got {len(steps)}',
+        )
     return None
 
 
@@ -97,5 +111,6 @@ def check_ring_schedule(fn):
     >>> bool(dp.check_ring_schedule(dp.schedules.ring_schedule))
     True
     """
-    return run_cases('check_ring_schedule', fn, schedule_cases(),
-                     _schedule_case)
+    return run_cases(
+        'check_ring_schedule', fn, schedule_cases(), _schedule_case
+    )

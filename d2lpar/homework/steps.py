@@ -4,6 +4,7 @@ Shared by the checks of train_batch, gradient accumulation and the
 epoch without per-batch synchronisation: all of them must leave every
 replica equal to the parameters of plain SGD on one device.
 """
+
 import numpy as onp
 from mxnet import np
 
@@ -21,9 +22,13 @@ RTOL, ATOL = 1e-4, 1e-6
 def make_batches(sizes, seed):
     """Random images and labels, one batch per size."""
     rng = onp.random.default_rng(seed)
-    return [(np.array(rng.random((n, 1, 28, 28)), dtype='float32'),
-             np.array(rng.integers(0, 10, n), dtype='int32'))
-            for n in sizes]
+    return [
+        (
+            np.array(rng.random((n, 1, 28, 28)), dtype='float32'),
+            np.array(rng.integers(0, 10, n), dtype='int32'),
+        )
+        for n in sizes
+    ]
 
 
 def start(k, seed):
@@ -50,12 +55,15 @@ def _flat(arrays):
 
 def same(a, b, rtol=RTOL, atol=ATOL):
     """Two lists of arrays agree to float32 rounding."""
-    return all(x.shape == y.shape and onp.allclose(x, y, rtol, atol)
-               for x, y in zip(a, b))
+    return all(
+        x.shape == y.shape and onp.allclose(x, y, rtol, atol)
+        for x, y in zip(a, b)
+    )
 
 
-def diagnose_step(before, device_params, objects, devs, want, step,
-                  alternatives=()):
+def diagnose_step(
+    before, device_params, objects, devs, want, step, alternatives=()
+):
     """Name what went wrong in one step, or None when it is right.
 
     Parameters
@@ -78,36 +86,56 @@ def diagnose_step(before, device_params, objects, devs, want, step,
     for i, (params, objs) in enumerate(zip(device_params, objects)):
         for j, (p, o) in enumerate(zip(params, objs)):
             if p.ctx != devs[i]:
-                return ('changed-device', f'device_params[{i}][{j}] now '
-                        f'lives on {p.ctx}, not on {devs[i]}')
+                return (
+                    'changed-device',
+                    f'device_params[{i}][{j}] now '
+                    f'lives on {p.ctx}, not on {devs[i]}',
+                )
             if p is not o:
-                return ('not-in-place', f'device_params[{i}][{j}] was '
-                        f'replaced by a new array; update the arrays in '
-                        f'place (p[:] = p - lr * p.grad / n), otherwise '
-                        f'their attached gradients are lost')
+                return (
+                    'not-in-place',
+                    f'device_params[{i}][{j}] was '
+                    f'replaced by a new array; update the arrays in '
+                    f'place (p[:] = p - lr * p.grad / n), otherwise '
+                    f'their attached gradients are lost',
+                )
     got = [values(params) for params in device_params]
     tag = f'after step {step + 1}: '
     ref = _flat(want) - _flat(before)
     ratios = [_ratio(_flat(g) - _flat(before), ref) for g in got]
     for i in range(1, len(got)):
         if not same(got[i], got[0], 1e-5, 1e-7):
-            j = next(j for j, (a, b) in enumerate(zip(got[i], got[0]))
-                     if not onp.allclose(a, b, 1e-5, 1e-7))
+            j = next(
+                j
+                for j, (a, b) in enumerate(zip(got[i], got[0]))
+                if not onp.allclose(a, b, 1e-5, 1e-7)
+            )
             if None not in ratios:
-                return ('wrong-scale', f'{tag}the replicas moved in the '
-                        f'right direction but by {_fmt(ratios)} times the '
-                        f'expected step (shard sizes differ, so dividing '
-                        f'by the shard size breaks the replicas apart)')
-            return ('replicas-diverge', f'{tag}parameter {j} on device '
-                    f'{i} = {show(got[i][j])} but on device 0 = '
-                    f'{show(got[0][j])}')
+                return (
+                    'wrong-scale',
+                    f'{tag}the replicas moved in the '
+                    f'right direction but by {_fmt(ratios)} times the '
+                    f'expected step (shard sizes differ, so dividing '
+                    f'by the shard size breaks the replicas apart)',
+                )
+            return (
+                'replicas-diverge',
+                f'{tag}parameter {j} on device '
+                f'{i} = {show(got[i][j])} but on device 0 = '
+                f'{show(got[0][j])}',
+            )
     if same(got[0], want):
         return None
     delta = _flat(got[0]) - _flat(before)
-    j = next(j for j, (a, b) in enumerate(zip(got[0], want))
-             if not onp.allclose(a, b, RTOL, ATOL))
-    text = (f'{tag}expected parameter {j} = {show(want[j])} (one SGD '
-            f'step on one device); got {show(got[0][j])}')
+    j = next(
+        j
+        for j, (a, b) in enumerate(zip(got[0], want))
+        if not onp.allclose(a, b, RTOL, ATOL)
+    )
+    text = (
+        f'{tag}expected parameter {j} = {show(want[j])} (one SGD '
+        f'step on one device); got {show(got[0][j])}'
+    )
     if not onp.any(delta):
         return 'did-nothing', text + ' (unchanged)'
     for code, alt in alternatives:
@@ -116,8 +144,10 @@ def diagnose_step(before, device_params, objects, devs, want, step,
     if step > 0:
         return 'stale-gradients', text
     if ratios[0] is not None:
-        return ('wrong-scale', f'{text}; your update is {ratios[0]:.4g} '
-                f'times the expected one')
+        return (
+            'wrong-scale',
+            f'{text}; your update is {ratios[0]:.4g} times the expected one',
+        )
     return 'not-one-device-step', text
 
 

@@ -1,4 +1,5 @@
 """Checks for a student's train_batch and gradient accumulation."""
+
 from d2l import mxnet as d2l
 from mxnet import autograd, np
 
@@ -8,30 +9,45 @@ from ..parameters import get_params
 from ..splitting import shard_sizes, split_batch
 from ..training import cross_entropy
 from .report import call, run_cases
-from .steps import (LR, diagnose_step, make_batches, one_device_step,
-                    start, values)
+from .steps import (
+    LR,
+    diagnose_step,
+    make_batches,
+    one_device_step,
+    start,
+    values,
+)
 
 
 def train_cases():
     """k = 1..5; three steps per case on 2k+1, k+1 and 3k examples."""
-    return [{'k': k, 'sizes': (2 * k + 1, k + 1, 3 * k),
-             'what': f'k={k} devices, batches of {2 * k + 1}, {k + 1} '
-                     f'and {3 * k} examples'} for k in range(1, 6)]
+    return [
+        {
+            'k': k,
+            'sizes': (2 * k + 1, k + 1, 3 * k),
+            'what': f'k={k} devices, batches of {2 * k + 1}, {k + 1} '
+            f'and {3 * k} examples',
+        }
+        for k in range(1, 6)
+    ]
 
 
 def _train_case(fn, case, accumulate=None):
     devs, device_params, reference = start(case['k'], seed=case['k'])
     kwargs = {} if accumulate is None else {'accumulate': accumulate}
-    for step, (X, y) in enumerate(make_batches(case['sizes'],
-                                               case['k'])):
+    for step, (X, y) in enumerate(make_batches(case['sizes'], case['k'])):
         before = values(reference)
         objects = [list(p) for p in device_params]
         call(fn, X, y, device_params, devs, LR, **kwargs)
         one_device_step(reference, X, y)
-        alts = (_accumulation_mistakes(before, X, y, accumulate)
-                if accumulate else ())
-        found = diagnose_step(before, device_params, objects, devs,
-                              values(reference), step, alts)
+        alts = (
+            _accumulation_mistakes(before, X, y, accumulate)
+            if accumulate
+            else ()
+        )
+        found = diagnose_step(
+            before, device_params, objects, devs, values(reference), step, alts
+        )
         if found:
             return found
     return None
@@ -69,13 +85,21 @@ def micro_batches(X, y, accumulate):
     """``accumulate`` contiguous micro-batches of sizes differing by <= 1."""
     out, begin = [], 0
     for size in shard_sizes(X.shape[0], accumulate):
-        out.append((X[begin:begin + size], y[begin:begin + size]))
+        out.append((X[begin : begin + size], y[begin : begin + size]))
         begin += size
     return out
 
 
-def train_batch_accumulate(X, y, device_params, devices, lr, accumulate=1,
-                           net=lenet, loss=cross_entropy):
+def train_batch_accumulate(
+    X,
+    y,
+    device_params,
+    devices,
+    lr,
+    accumulate=1,
+    net=lenet,
+    loss=cross_entropy,
+):
     """One SGD step on the batch, computed in ``accumulate`` parts.
 
     The reference of :func:`check_grad_accumulation`. The batch is cut
@@ -98,15 +122,19 @@ def train_batch_accumulate(X, y, device_params, devices, lr, accumulate=1,
         If a micro-batch would hold fewer examples than devices.
     """
     if X.shape[0] < accumulate * len(devices):
-        raise ValueError(f'train_batch_accumulate: {X.shape[0]} examples '
-                         f'cannot make {accumulate} micro-batches of at '
-                         f'least {len(devices)}; use fewer micro-batches')
+        raise ValueError(
+            f'train_batch_accumulate: {X.shape[0]} examples '
+            f'cannot make {accumulate} micro-batches of at '
+            f'least {len(devices)}; use fewer micro-batches'
+        )
     sums = [[np.zeros_like(p) for p in params] for params in device_params]
     for X_micro, y_micro in micro_batches(X, y, accumulate):
         X_shards, y_shards = split_batch(X_micro, y_micro, devices)
         with autograd.record():
-            ls = [loss(net(Xs, params), ys).sum() for Xs, ys, params
-                  in zip(X_shards, y_shards, device_params)]
+            ls = [
+                loss(net(Xs, params), ys).sum()
+                for Xs, ys, params in zip(X_shards, y_shards, device_params)
+            ]
         for l in ls:
             l.backward()  # overwrites .grad: hence the running sums
         for params, acc in zip(device_params, sums):
@@ -131,8 +159,9 @@ def _accumulation_mistakes(before, X, y, accumulate):
     for scale in (False, True):
         params = get_params([np.array(v) for v in before], X.ctx)
         for Xm, ym in micro:
-            one_device_step(params, Xm, ym,
-                            lr=LR * Xm.shape[0] / n if scale else LR)
+            one_device_step(
+                params, Xm, ym, lr=LR * Xm.shape[0] / n if scale else LR
+            )
         out.append(('stepped-per-micro-batch', values(params)))
     return out
 
@@ -143,9 +172,15 @@ def accumulation_cases():
     cases = []
     for k, m in ((1, 2), (1, 3), (2, 3), (3, 2), (4, 3), (5, 2)):
         sizes = (m * k + 1, m * k + k - 1 or m * k)
-        cases.append({'k': k, 'm': m, 'sizes': sizes,
-                      'what': f'k={k} devices, accumulate={m}, batches '
-                              f'of {sizes[0]} and {sizes[1]} examples'})
+        cases.append(
+            {
+                'k': k,
+                'm': m,
+                'sizes': sizes,
+                'what': f'k={k} devices, accumulate={m}, batches '
+                f'of {sizes[0]} and {sizes[1]} examples',
+            }
+        )
     return cases
 
 
@@ -173,5 +208,9 @@ def check_grad_accumulation(fn):
     >>> bool(check_grad_accumulation(training.train_batch_accumulate))
     True
     """
-    return run_cases('check_grad_accumulation', fn, accumulation_cases(),
-                     lambda f, c: _train_case(f, c, c['m']))
+    return run_cases(
+        'check_grad_accumulation',
+        fn,
+        accumulation_cases(),
+        lambda f, c: _train_case(f, c, c['m']),
+    )
