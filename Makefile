@@ -11,7 +11,7 @@ PLAIN ?= .venv-plain
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.d2lpar-installed
 
-.PHONY: setup data test test-slow test-notebooks book horovod test-horovod \
+.PHONY: setup data test lint test-slow test-notebooks book horovod test-horovod \
 	clean
 
 $(STAMP): requirements.txt pyproject.toml scripts/setup-venv.sh
@@ -25,6 +25,11 @@ data:
 
 test: setup data
 	$(PY) -m pytest
+
+# ruff: lint and format, configured in pyproject.toml.
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 # Chapter execution and the browser check of the built book (run after
 # `make book`, which the browser check reads).
