@@ -111,7 +111,7 @@ from .idx import DatasetError
 from .kvstore import kvstore_allreduce
 from .model import LENET_SHAPES, init_lenet_params, lenet
 from .parameters import get_params
-from .splitting import shard_sizes, split_batch
+from .splitting import shard_ranges, shard_sizes, split_batch
 from .training import TrainResult, cross_entropy, train, train_batch
 
 __version__ = '0.1.0'
@@ -152,6 +152,7 @@ __all__ = [
     'plot_split',
     'ring_allreduce',
     'run_schedule',
+    'shard_ranges',
     'shard_sizes',
     'sharded_allreduce',
     'flat_view',

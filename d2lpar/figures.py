@@ -6,7 +6,7 @@ from matplotlib.ticker import MaxNLocator
 
 from . import schedules
 from .costmodel import allreduce_time, engine_bytes
-from .splitting import shard_sizes
+from .splitting import shard_ranges
 
 # One colour per device, the same on every page.
 DEVICE_COLORS = ('#4C72B0', '#DD8452', '#55A868', '#C44E52')
@@ -128,9 +128,9 @@ def plot_split(n, k):
     matplotlib.figure.Figure
     """
     fig, ax = plt.subplots(figsize=(min(10, 0.5 * n + 1), 1.3))
-    start = 0
-    for device, size in enumerate(shard_sizes(n, k)):
-        for i in range(start, start + size):
+    for device, (start, stop) in enumerate(shard_ranges(n, k)):
+        size = stop - start
+        for i in range(start, stop):
             _box(ax, i, 0, 0.95, 0.95, DEVICE_COLORS[device], str(i))
         ax.text(
             start + size / 2,
@@ -140,7 +140,6 @@ def plot_split(n, k):
             va='top',
             fontsize=9,
         )
-        start += size
     ax.set_xlim(-0.2, n + 0.2)
     ax.set_ylim(-0.9, 1.1)
     ax.axis('off')

@@ -85,14 +85,13 @@ def split_batch(X, y, devices):
     # Not gluon.utils.split_and_load: with even_split=False it gives the
     # same sizes (divmod, the first n % k shards one extra example), but it
     # splits one array at a time, and when n < k it silently gives some
-    # device an empty shard (whose mean loss is nan). Here X and y are
-    # split in one call, checked against each other, and n < k is refused
-    # with an error that says what to do.
-    X_shards, y_shards, start = [], [], 0
-    for device, size in zip(devices, shard_sizes(n, k)):
-        X_shards.append(X[start : start + size].as_in_ctx(device))
-        y_shards.append(y[start : start + size].as_in_ctx(device))
-        start += size
+    # device an empty shard. Here X and y are split in one call, checked
+    # against each other, and n < k is refused with an error that says
+    # what to do.
+    X_shards, y_shards = [], []
+    for device, (start, stop) in zip(devices, shard_ranges(n, k)):
+        X_shards.append(X[start:stop].as_in_ctx(device))
+        y_shards.append(y[start:stop].as_in_ctx(device))
     return X_shards, y_shards
 
 

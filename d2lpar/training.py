@@ -22,7 +22,7 @@ from .epochs import TrainResult, run_epochs
 from .evaluation import evaluate_accuracy
 from .model import init_lenet_params, lenet
 from .parameters import get_params
-from .splitting import shard_sizes, split_batch
+from .splitting import shard_ranges, split_batch
 
 # Per-example loss; d2l's chapter uses the same.
 cross_entropy = gluon.loss.SoftmaxCrossEntropyLoss()
@@ -136,10 +136,8 @@ def train_batch(
 
 def micro_batches(X, y, m):
     """``m`` contiguous micro-batches of ``X, y`` (sizes differ by 1)."""
-    start = 0
-    for size in shard_sizes(X.shape[0], m):
-        yield X[start : start + size], y[start : start + size]
-        start += size
+    for start, stop in shard_ranges(X.shape[0], m):
+        yield X[start:stop], y[start:stop]
 
 
 def add_gradients(sums, grads):

@@ -19,36 +19,8 @@ from .collectives import flat_view, run_schedule
 from .model import lenet
 from .optim import compute_grads
 from .schedules import all_gather_schedule, reduce_scatter_schedule
-from .splitting import shard_sizes, split_batch
+from .splitting import shard_ranges, split_batch
 from .training import cross_entropy
-
-
-def shard_bounds(n, k):
-    """``(start, stop)`` of each device's chunk of ``n`` flat elements.
-
-    Parameters
-    ----------
-    n : int
-        Elements in all parameters together.
-    k : int
-        Number of devices.
-
-    Returns
-    -------
-    list of (int, int)
-        Chunk ``j`` is ``[start, stop)``; the same cut as
-        :func:`d2lpar.run_schedule` uses.
-
-    Examples
-    --------
-    >>> shard_bounds(10, 3)
-    [(0, 4), (4, 7), (7, 10)]
-    """
-    bounds, start = [], 0
-    for size in shard_sizes(n, k):
-        bounds.append((start, start + size))
-        start += size
-    return bounds
 
 
 def pack(arrays):
@@ -109,7 +81,7 @@ def init_zero_states(optimizer, device_params):
     k = len(device_params)
     n = sum(p.size for p in device_params[0])
     states = []
-    for params, bounds in zip(device_params, shard_bounds(n, k)):
+    for params, bounds in zip(device_params, shard_ranges(n, k)):
         shard = _chunk(pack(params), bounds)
         states.append([optimizer.init_state(shard)])
     return states
@@ -167,7 +139,7 @@ def train_batch_zero(
     grad_bufs = [pack(g) for g in grads]  # (n,) on each device
     run_schedule(grad_bufs, reduce_scatter_schedule(k))
     param_bufs = [pack(params) for params in device_params]
-    bounds = shard_bounds(grad_bufs[0].size, k)
+    bounds = shard_ranges(grad_bufs[0].size, k)
     for j in range(k):  # device j: only chunk j, only its state
         if bounds[j][0] == bounds[j][1]:
             continue  # fewer elements than devices: nothing to own

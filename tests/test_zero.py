@@ -34,7 +34,7 @@ def test_schedules_compose_to_an_allreduce(k):
     values = [rng.uniform(size=11).astype('float32') for _ in range(k)]
     data = [np.array(v, ctx=mx.cpu(i)) for i, v in enumerate(values)]
     dp.run_schedule(data, rs)
-    for i, (start, stop) in enumerate(zero.shard_bounds(11, k)):
+    for i, (start, stop) in enumerate(dp.splitting.shard_ranges(11, k)):
         assert_allclose(
             data[i].asnumpy()[start:stop], sum(values)[start:stop], rtol=1e-6
         )

@@ -18,7 +18,7 @@ from mxnet import autograd, np, npx
 from ..data import load_fashion_mnist
 from ..model import LENET_SHAPES, init_lenet_params, lenet
 from ..parameters import get_params
-from ..splitting import shard_sizes
+from ..splitting import shard_ranges
 from ..training import cross_entropy
 from .engines import make_engine
 
@@ -34,9 +34,8 @@ class CheckpointError(ValueError):
 
 def my_shard(X, y, rank, num_workers):
     """Worker ``rank``'s contiguous shard of a global minibatch."""
-    sizes = shard_sizes(X.shape[0], num_workers)
-    start = sum(sizes[:rank])
-    return X[start:start + sizes[rank]], y[start:start + sizes[rank]]
+    start, stop = shard_ranges(X.shape[0], num_workers)[rank]
+    return X[start:stop], y[start:stop]
 
 
 def worker_step(engine, X, y, params, lr):
