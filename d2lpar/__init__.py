@@ -39,6 +39,11 @@ first operator runs:
   buffers and run one after the other (the training chapter measures it).
 - ``npx.set_np()`` (in ``d2lpar.model``): MXNet's NumPy interface, as in
   d2l, so arrays are ``mxnet.np.ndarray``.
+
+Training through the library (``train_batch``, ``train``,
+``train_concise``) also sets how many OpenMP threads each CPU device's
+worker uses: all cores for one device, an equal share for k devices
+(``thread_budget``; MXNet's default is one thread per device).
 """
 
 import os
@@ -249,3 +254,8 @@ __all__ += [
     'time_overlap',
     'train_batch_overlap',
 ]
+
+# Performance: cores per device.
+from .threads import thread_budget, worker_threads
+
+__all__ += ['thread_budget', 'worker_threads']
