@@ -332,7 +332,12 @@ def _phases(num_devices, batch_size, steps):
         step()
     for values in phases.values():
         values.clear()
-    profiler.set_config(profile_all=True, aggregate_stats=True)
+    # Aggregate statistics only; the trace file MXNet insists on naming
+    # goes to a temporary folder, not the current one.
+    import tempfile
+
+    trace = os.path.join(tempfile.mkdtemp(), 'profile.json')
+    profiler.set_config(profile_all=True, aggregate_stats=True, filename=trace)
     profiler.set_state('run')
     for _ in range(steps):
         step()
