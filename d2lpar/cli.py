@@ -390,7 +390,7 @@ def _bench_train(args):
     )
     print(bt.format_training(result))
     if args.profile:
-        result['profile'] = bt.profile_training(args.devices, args.batch_size)
+        result['profile'] = bt.profile_training(batch_size=args.batch_size)
         print(bt.format_profile(result['profile']))
     print(f'wrote {bt.save_json(result, args.json)}')
     return 0

@@ -285,8 +285,11 @@ def format_training(result):
     return '\n'.join(lines)
 
 
-def _phases(num_devices, batch_size, steps):
-    """In a fresh process: per-phase and per-operator ms of a step."""
+def _phases(num_devices, budget, batch_size, steps):
+    """In a fresh process: step ms, per-phase and per-operator ms."""
+    import tempfile
+    from time import perf_counter
+
     import numpy as onp
     from d2l import mxnet as d2l
     from mxnet import autograd, np, npx, profiler
@@ -297,18 +300,10 @@ def _phases(num_devices, batch_size, steps):
     X = np.array(rng.uniform(size=(batch_size, 1, 28, 28)), dtype='float32')
     y = np.array(rng.integers(0, 10, batch_size), dtype='int32')
     devices = dp.devices(num_devices)
-    dp.thread_budget(devices)
+    if budget:
+        dp.thread_budget(devices)
     params = [dp.get_params(dp.init_lenet_params(0, 0.1), d) for d in devices]
     phases = {p: [] for p in ('forward', 'backward', 'allreduce', 'update')}
-
-    def timed(name, fn):
-        from time import perf_counter
-
-        start = perf_counter()
-        out = fn()
-        npx.waitall()  # the explicit synchronisation point
-        phases[name].append(1000 * (perf_counter() - start))
-        return out
 
     def forward():
         Xs, ys = dp.split_batch(X, y, devices)
@@ -318,32 +313,41 @@ def _phases(num_devices, batch_size, steps):
                 for a, b, W in zip(Xs, ys, params)
             ]
 
-    def step():
-        ls = timed('forward', forward)
-        timed('backward', lambda: [l.backward() for l in ls])
-        grads = [[p.grad for p in W] for W in params]
-        timed(
-            'allreduce',
-            lambda: [dp.allreduce([g[i] for g in grads]) for i in range(8)],
-        )
-        timed('update', lambda: [d2l.sgd(W, 0.1, batch_size) for W in params])
+    def step(sync):
+        def run(name, fn):
+            start = perf_counter()
+            out = fn()
+            if sync:
+                npx.waitall()  # the explicit synchronisation point
+                phases[name].append(1000 * (perf_counter() - start))
+            return out
 
-    for _ in range(3):
-        step()
-    for values in phases.values():
-        values.clear()
+        ls = run('forward', forward)
+        run('backward', lambda: [l.backward() for l in ls])
+        grads = [[p.grad for p in W] for W in params]
+        run('allreduce', lambda: [dp.allreduce([g[i] for g in grads])
+                                  for i in range(len(grads[0]))])  # fmt: skip
+        run('update', lambda: [d2l.sgd(W, 0.1, batch_size) for W in params])
+
+    from .timing import median_seconds
+
+    step_ms = 1000 * median_seconds(lambda: step(False), steps, 3)
+    for _ in range(steps):
+        step(True)
     # Aggregate statistics only; the trace file MXNet insists on naming
     # goes to a temporary folder, not the current one.
-    import tempfile
-
     trace = os.path.join(tempfile.mkdtemp(), 'profile.json')
     profiler.set_config(profile_all=True, aggregate_stats=True, filename=trace)
     profiler.set_state('run')
     for _ in range(steps):
-        step()
+        step(False)
+    npx.waitall()
     profiler.set_state('stop')
-    ops = _operator_ms(profiler.dumps(reset=True), steps)
-    return {p: statistics.median(v) for p, v in phases.items()}, ops
+    return dict(
+        step_ms=step_ms,
+        phases={p: statistics.median(v) for p, v in phases.items()},
+        operators=_operator_ms(profiler.dumps(reset=True), steps),
+    )
 
 
 def _operator_ms(table, steps):
@@ -362,46 +366,53 @@ def _operator_ms(table, steps):
     return dict(sorted(ops.items(), key=lambda kv: -kv[1]))
 
 
-def profile_training(device_counts=(1, 2), batch_size=256, steps=10,
-                     timeout=600):  # fmt: skip
-    """Phases and operators of the library's step, per device count.
+# What profile_training compares by default: MXNet's one thread per
+# device, then the library's budget on 1 and 2 devices.
+PROFILES = (
+    ('1 device, 1 thread', 1, False),
+    ('1 device, all cores', 1, True),
+    ('2 devices', 2, True),
+)
 
-    Each runs in a fresh process with the library's defaults. The phases
-    are forward (with the loss), backward, allreduce and update, each
-    ended by ``npx.waitall()``; their sum exceeds the step time without
-    synchronisation points by the time the devices then wait for Python
-    to queue the next phase (reported as ``waiting``).
+
+def profile_training(configs=PROFILES, batch_size=256, steps=10,
+                     timeout=600):  # fmt: skip
+    """Phases and operators of one step, before and after the budget.
+
+    Each configuration runs in a fresh process. The step is the library's
+    (:func:`d2lpar.train_batch`'s four phases, on one minibatch in
+    memory). It is timed once as is, and once with every phase (forward
+    with the loss, backward, allreduce, update) ended by ``npx.waitall()``,
+    an explicit synchronisation point; the synchronised phases add up to
+    more than the step by the time the devices then spend waiting for
+    Python to queue the next phase (``waiting``). MXNet's profiler times
+    every operator of the unsynchronised step.
+
+    Parameters
+    ----------
+    configs : sequence of (str, int, bool), optional
+        ``(label, devices, thread budget on)``.
+    batch_size, steps : int, optional
+    timeout : float, optional
+        Seconds allowed for each child process.
 
     Returns
     -------
     dict
-        Per device count (as a string, for JSON): ``phases`` (median ms
-        per step), ``operators`` (ms per step by operator name, largest
-        first), ``step_ms`` (the step without synchronisation points)
-        and ``waiting``.
+        Per label: ``step_ms``, ``phases`` (median ms), ``operators`` (ms
+        per step by operator name, summed over devices, largest first)
+        and ``waiting`` (ms).
     """
     out = {}
-    for k in device_counts:
-        phases, ops = _in_fresh_process(
-            {}, _phases, (k, batch_size, steps), timeout
+    for label, k, budget in configs:
+        result = _in_fresh_process(
+            {}, _phases, (k, budget, batch_size, steps), timeout
         )
-        step_ms = 1000 * _in_fresh_process(
-            {}, _step_seconds, (k, batch_size, steps), timeout
+        result['waiting'] = max(
+            0.0, sum(result['phases'].values()) - result['step_ms']
         )
-        out[str(k)] = dict(
-            phases=phases,
-            operators=ops,
-            step_ms=step_ms,
-            waiting=max(0.0, sum(phases.values()) - step_ms),
-        )
+        out[label] = result
     return out
-
-
-def _step_seconds(num_devices, batch_size, steps):
-    """Median seconds of :func:`d2lpar.train_batch` (bench step's timer)."""
-    from .step import time_steps
-
-    return time_steps(num_devices, batch_size, steps)
 
 
 def save_json(result, path):
@@ -417,12 +428,122 @@ def save_json(result, path):
 def format_profile(profile, top=6):
     """The phases and the costliest operators of each profiled step."""
     lines = []
-    for k, p in profile.items():
+    for label, p in profile.items():
         phases = ', '.join(f'{n} {ms:.1f}' for n, ms in p['phases'].items())
         lines.append(
-            f'{k} device(s): step {p["step_ms"]:.1f} ms; with a waitall '
-            f'after each phase: {phases} (ms)'
+            f'{label}: step {p["step_ms"]:.1f} ms; with a waitall after '
+            f'each phase: {phases} (ms)'
         )
         for name, ms in list(p['operators'].items())[:top]:
             lines.append(f'    {name:<28} {ms:7.1f} ms/step')
     return '\n'.join(lines)
+
+
+def kernel_implementations(batch_size=256, timeout=120):
+    """Which oneDNN kernel runs LeNet's convolutions and poolings here.
+
+    Runs the forward layers once in a fresh process with oneDNN's
+    verbose log on (``DNNL_VERBOSE=1``, printed by the C library, so
+    the child's output is captured rather than this process's).
+
+    Returns
+    -------
+    list of (str, str, float)
+        ``(primitive, implementation, ms)`` per operator executed, e.g.
+        ``('pooling_v2', 'simple_nchw:any', 20.1)``.
+    """
+    import subprocess
+    import sys
+
+    code = (
+        'import d2lpar as dp\n'
+        'from mxnet import np, npx\n'
+        f'X = np.ones(({batch_size}, 1, 28, 28))\n'
+        'dp.lenet(X, dp.init_lenet_params()).wait_to_read()\n'
+    )
+    out = subprocess.run(
+        [sys.executable, '-c', code],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=dict(os.environ, DNNL_VERBOSE='1', MKLDNN_VERBOSE='1'),
+        check=True,
+    ).stdout
+    rows = []
+    for line in out.splitlines():
+        fields = line.split(',')
+        if line.startswith('dnnl_verbose,exec,cpu') and len(fields) > 5:
+            rows.append((fields[3], fields[4], float(fields[-1])))
+    return rows
+
+
+def plot_training(result):
+    """Milliseconds per step against devices, both paths, and the limit.
+
+    Parameters
+    ----------
+    result : dict
+        From :func:`compare_training`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(5, 3))
+    ax = fig.add_subplot()
+    for path, marker in zip(PATHS, 'so'):
+        rows = [r for r in result['rows'] if r['path'] == path]
+        ks = [r['devices'] for r in rows]
+        ax.plot(ks, [r['ms_per_step'] for r in rows], marker + '-',
+                label=f'{path} (median)')  # fmt: skip
+        for r in rows:  # every round, to show the spread
+            ax.plot([r['devices']] * len(r['rounds']), r['rounds'], marker,
+                    color='grey', alpha=0.4, markersize=3)  # fmt: skip
+    limit = result['rows'][0]['limit_ms']
+    ax.axhline(limit, color='black', linestyle='--', label='FLOP limit')
+    ax.set(xlabel='devices', ylabel='ms per step', ylim=(0, None))
+    ax.set_xticks(sorted({r['devices'] for r in result['rows']}))
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_profile(profile, top=5):
+    """Stacked bars: each profiled step's costliest operators.
+
+    Parameters
+    ----------
+    profile : dict
+        From :func:`profile_training`.
+    top : int, optional
+        Operators shown by name (the largest of the first profile); the
+        rest are summed as "other".
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from matplotlib.figure import Figure
+
+    first = next(iter(profile.values()))['operators']
+    names = list(first)[:top]
+    fig = Figure(figsize=(5.5, 1.2 + 0.5 * len(profile)))
+    ax = fig.add_subplot()
+    for row, p in enumerate(profile.values()):
+        left = 0.0
+        ops = p['operators']
+        parts = [(n, ops.get(n, 0.0)) for n in names]
+        parts.append(('other', sum(ops.values()) - sum(v for _, v in parts)))
+        for i, (name, ms) in enumerate(parts):
+            ax.barh(row, ms, left=left, color=f'C{i}',
+                    label=name if row == 0 else None)  # fmt: skip
+            left += ms
+    ax.set_yticks(range(len(profile)))
+    ax.set_yticklabels(list(profile))
+    ax.set_xlabel('operator ms per step, summed over devices')
+    ax.legend(fontsize=7, ncol=3, loc='upper center',
+              bbox_to_anchor=(0.5, -0.35))  # fmt: skip
+    fig.tight_layout()
+    return fig
