@@ -22,6 +22,9 @@ def test_lenet_flops_counts_every_product():
     expected = 2 * (3 * sum(macs) - macs[0])
     assert bt.lenet_flops() == expected
     assert bt.lenet_flops(256) == 256 * expected
+    conv = 2 * (2 * macs[0] + 3 * macs[1])
+    assert bt.lenet_flops(layers='conv') == conv
+    assert bt.lenet_flops(layers='dense') == expected - conv
 
 
 def _batch(n, seed=0):

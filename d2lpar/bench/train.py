@@ -32,7 +32,7 @@ PATHS = ('d2l', 'd2lpar')
 D2L_LOADER_WORKERS = 4
 
 
-def lenet_flops(batch_size=1):
+def lenet_flops(batch_size=1, layers=None):
     """Floating-point operations of one LeNet training step.
 
     Counted from :data:`d2lpar.LENET_SHAPES` and the 28x28 input: a
@@ -46,6 +46,8 @@ def lenet_flops(batch_size=1):
     Parameters
     ----------
     batch_size : int, optional
+    layers : {None, 'conv', 'dense'}, optional
+        Count only the convolutions or only the dense layers.
 
     Returns
     -------
@@ -54,20 +56,23 @@ def lenet_flops(batch_size=1):
     """
     from ..model import LENET_SHAPES
 
-    side, macs = 28, []
+    side, total, first = 28, 0, True
     for name, shape in LENET_SHAPES:
         if not name.startswith('W'):
             continue
-        if len(shape) == 4:  # convolution, then 2x2 pooling (lenet())
+        conv = len(shape) == 4
+        if conv:  # convolution, then 2x2 pooling (lenet())
             out_ch, in_ch, kh, kw = shape
             side = side - kh + 1
-            macs.append(out_ch * in_ch * kh * kw * side * side)
+            macs = out_ch * in_ch * kh * kw * side * side
             side //= 2
         else:
-            macs.append(shape[0] * shape[1])
-    forward = 2 * sum(macs)
-    backward = 2 * forward - 2 * macs[0]
-    return batch_size * (forward + backward)
+            macs = shape[0] * shape[1]
+        passes = 2 if first else 3  # forward, weight grad, input grad
+        first = False
+        if layers is None or layers == ('conv' if conv else 'dense'):
+            total += 2 * passes * macs
+    return batch_size * total
 
 
 def matmul_rate(n=1024, repeats=7):
