@@ -27,6 +27,7 @@ On a machine with more cores than devices this leaves cores idle.
 """
 
 import ctypes
+import functools
 import os
 import warnings
 
@@ -36,6 +37,8 @@ from mxnet import npx
 # The budget each context's worker thread has now, as set by this module
 # (MXNet starts every worker at 1 unless OMP_NUM_THREADS says otherwise).
 _APPLIED = {}
+# Non-empty once the "no OpenMP" warning was given.
+_WARNED = []
 # The engine calls back a C function; ctypes needs these signatures.
 _SYNC_FUNC = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
 
@@ -47,8 +50,10 @@ class _Context(ctypes.Structure):
 
 
 def available_cores():
-    """The cores this process may run on (its CPU affinity)."""
-    return len(os.sched_getaffinity(0))
+    """The cores this process may run on (its CPU affinity, where known)."""
+    if hasattr(os, 'sched_getaffinity'):  # Linux
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def total_threads():
@@ -59,13 +64,17 @@ def total_threads():
     return available_cores()
 
 
+@functools.lru_cache(maxsize=1)
 def _openmp():
     """The OpenMP runtime MXNet loaded (libgomp), or None."""
-    with open('/proc/self/maps') as maps:
-        for line in maps:
-            path = line.split()[-1]
-            if 'libgomp' in os.path.basename(path):
-                return ctypes.CDLL(path)
+    try:
+        with open('/proc/self/maps') as maps:  # the libraries loaded
+            paths = [line.split()[-1] for line in maps]
+    except OSError:  # not Linux: no way to find it here
+        return None
+    for path in paths:
+        if 'libgomp' in os.path.basename(path):
+            return ctypes.CDLL(path)
     return None
 
 
@@ -142,10 +151,14 @@ def thread_budget(devices):
     if all(_APPLIED.get(ctx) == share for ctx in cpus):
         return budget
     openmp = _openmp()
-    if openmp is None:  # e.g. an MXNet built without OpenMP
+    if openmp is None:  # not Linux, or an MXNet built without OpenMP
+        if _WARNED:  # once, not at every step
+            return {ctx: 1 for ctx in cpus}
+        _WARNED.append(True)
         warnings.warn(
-            'thread_budget: no OpenMP runtime is loaded, so each CPU '
-            'device keeps one thread; nothing to do about it',
+            'thread_budget: no OpenMP runtime (libgomp) found in this '
+            "process, so each CPU device keeps MXNet's default of one "
+            'thread; training works, only slower on several cores',
             stacklevel=2,
         )
         return {ctx: 1 for ctx in cpus}

@@ -123,3 +123,17 @@ def test_budget_is_cheap_to_repeat(k):
     finally:
         threads.run_on_worker = original
     assert calls == []
+
+
+def test_without_openmp_warns_once_and_keeps_one_thread(monkeypatch):
+    monkeypatch.setattr(threads, '_openmp', lambda: None)
+    monkeypatch.setattr(threads, '_APPLIED', {})
+    monkeypatch.setattr(threads, '_WARNED', [])
+    devices = dp.devices(1)
+    with pytest.warns(UserWarning, match='no OpenMP runtime'):
+        assert dp.thread_budget(devices) == {devices[0]: 1}
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        assert dp.thread_budget(devices) == {devices[0]: 1}  # no warning
