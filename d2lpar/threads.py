@@ -29,10 +29,10 @@ On a machine with more cores than devices this leaves cores idle.
 import ctypes
 import functools
 import os
+import threading
 import warnings
 
 import mxnet as mx
-from mxnet import npx
 
 # The budget each context's worker thread has now, as set by this module
 # (MXNet starts every worker at 1 unless OMP_NUM_THREADS says otherwise).
@@ -78,13 +78,23 @@ def _openmp():
     return None
 
 
-def run_on_worker(ctx, fn):
+def run_on_worker(ctx, fn, timeout=600):
     """Run ``fn()`` on the engine's worker thread of CPU context ``ctx``.
 
-    Waits until it has run (a budget changes rarely: once per call of
-    :func:`d2lpar.train`, not per step).
+    Returns once it has run (after the work already queued on ``ctx``),
+    without ``npx.waitall()``: a budget changes rarely, once per call of
+    :func:`d2lpar.train` and not per step, and other devices need not
+    finish their work for it.
     """
-    callback = _SYNC_FUNC(lambda run_context, param: fn())
+    done = threading.Event()
+
+    def call(run_context, param):
+        try:
+            fn()
+        finally:
+            done.set()
+
+    callback = _SYNC_FUNC(call)
     handle = _Context(ctx.device_typeid, ctx.device_id)
     status = mx.base._LIB.MXEnginePushSync(
         callback, None, None, ctypes.byref(handle),
@@ -92,7 +102,12 @@ def run_on_worker(ctx, fn):
     )  # fmt: skip
     if status != 0:
         raise RuntimeError(mx.base.py_str(mx.base._LIB.MXGetLastError()))
-    npx.waitall()  # keeps callback and handle alive until it has run
+    # Keeps callback and handle alive until the engine has called it.
+    if not done.wait(timeout):
+        raise RuntimeError(
+            f'run_on_worker: the worker of {ctx} did not run the call '
+            f'within {timeout} s; is an earlier operation stuck?'
+        )
 
 
 def worker_threads(ctx):
