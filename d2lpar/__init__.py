@@ -249,3 +249,26 @@ __all__ += [
     'time_overlap',
     'train_batch_overlap',
 ]
+from . import scaling
+from .scaling import (
+    ScalingRun,
+    compare_seeds,
+    init_mlp_params,
+    mlp,
+    plot_scaling,
+    scaled_lr,
+    train_scaling,
+    warmup,
+)
+
+__all__ += [
+    'scaling',
+    'ScalingRun',
+    'init_mlp_params',
+    'mlp',
+    'compare_seeds',
+    'plot_scaling',
+    'scaled_lr',
+    'train_scaling',
+    'warmup',
+]
