@@ -272,3 +272,7 @@ __all__ += [
     'train_scaling',
     'warmup',
 ]
+from . import accumulation
+from .accumulation import CountingAllreduce, accumulate_step
+
+__all__ += ['accumulation', 'CountingAllreduce', 'accumulate_step']
