@@ -234,6 +234,7 @@ from . import overlap
 from .overlap import (
     comm_overlap,
     make_buckets,
+    plot_bucket_sweep,
     plot_timeline,
     profile_step,
     time_overlap,
@@ -244,6 +245,7 @@ __all__ += [
     'overlap',
     'comm_overlap',
     'make_buckets',
+    'plot_bucket_sweep',
     'plot_timeline',
     'profile_step',
     'time_overlap',
