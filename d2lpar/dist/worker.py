@@ -4,10 +4,13 @@ Started by :func:`d2lpar.dist.launch.launch` on MXNet's parameter server, or
 by ``horovodrun`` on Horovod (``python -m d2lpar worker --engine ...``).
 Every worker reads the same seeded order of global minibatches and
 trains on its own shard of each, so the workers together take the step
-one process would take on the whole minibatch.
+one process would take on the whole minibatch (:func:`worker_step`). On
+the ``dist_async`` kvstore the servers take the step instead, with each
+push as it arrives (:func:`async_step`).
 """
 import json
 import os
+import time
 import zipfile
 
 import mxnet as mx
@@ -216,7 +219,7 @@ class WorkerEpochs:
         self.shards, self.test_iter, self.save_to = shards, test_iter, save_to
         self.stats = {'engine': engine.name, 'workers': engine.num_workers,
                       'asynchronous': engine.asynchronous, 'epochs': []}
-        self.steps, self.stale = 0, 0
+        self.steps, self.stale, self.waited = 0, 0, 0.0
 
     def step(self, X, y):
         self.steps += 1
@@ -232,8 +235,11 @@ class WorkerEpochs:
         if not self.engine.asynchronous:
             return global_accuracy(self.engine, self.params, self.test_iter)
         # No sum on dist_async: every worker gets the servers' weights and
-        # tests them on the whole test set.
+        # tests them on the whole test set. The wait at the barrier is
+        # the epoch's time this worker spent ahead of the others.
+        start = time.monotonic()
         self.engine.sync_(self.params)
+        self.waited = time.monotonic() - start
         return evaluate_accuracy(self.params, self.test_iter, mx.cpu())
 
     def end_epoch(self, result):
@@ -246,6 +252,7 @@ class WorkerEpochs:
                 f'{record["seconds"]:.1f} sec')
         if engine.asynchronous:
             record['stale_steps'] = int(float(self.stale))
+            record['wait_seconds'] = self.waited
             line += f', {record["stale_steps"]}/{self.steps} steps stale'
         self.stats['epochs'].append(record)
         print(line, flush=True)
