@@ -222,6 +222,7 @@ class WorkerEpochs:
         self.steps, self.stale, self.waited = 0, 0, 0.0
 
     def step(self, X, y):
+        """Train on this worker's shard ``X, y``; (losses, corrects)."""
         self.steps += 1
         if not self.engine.asynchronous:
             return worker_step(self.engine, X, y, self.params, self.lr,
@@ -232,6 +233,7 @@ class WorkerEpochs:
         return losses, corrects
 
     def evaluate(self):
+        """Test accuracy of the weights all workers hold now."""
         if not self.engine.asynchronous:
             return global_accuracy(self.engine, self.params, self.test_iter)
         # No sum on dist_async: every worker gets the servers' weights and
@@ -243,6 +245,7 @@ class WorkerEpochs:
         return evaluate_accuracy(self.params, self.test_iter, mx.cpu())
 
     def end_epoch(self, result):
+        """Record, print and checkpoint the epoch ``result`` ends with."""
         engine, epoch = self.engine, result.epochs_done
         record = {'steps': self.steps, 'seconds': result.epoch_seconds[-1],
                   'test_acc': result.test_acc[-1],
