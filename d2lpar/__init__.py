@@ -247,6 +247,7 @@ from . import overlap
 from .overlap import (
     comm_overlap,
     make_buckets,
+    plot_bucket_sweep,
     plot_timeline,
     profile_step,
     time_overlap,
@@ -257,11 +258,39 @@ __all__ += [
     'overlap',
     'comm_overlap',
     'make_buckets',
+    'plot_bucket_sweep',
     'plot_timeline',
     'profile_step',
     'time_overlap',
     'train_batch_overlap',
 ]
+from . import scaling
+from .scaling import (
+    ScalingRun,
+    compare_seeds,
+    init_mlp_params,
+    mlp,
+    plot_scaling,
+    scaled_lr,
+    train_scaling,
+    warmup,
+)
+
+__all__ += [
+    'scaling',
+    'ScalingRun',
+    'init_mlp_params',
+    'mlp',
+    'compare_seeds',
+    'plot_scaling',
+    'scaled_lr',
+    'train_scaling',
+    'warmup',
+]
+from . import accumulation
+from .accumulation import CountingAllreduce, accumulate_step
+
+__all__ += ['accumulation', 'CountingAllreduce', 'accumulate_step']
 
 # Performance: cores per device.
 from .threads import thread_budget, worker_threads

@@ -1,4 +1,5 @@
-"""Gradient buckets: pack many arrays into one buffer, reduce it once."""
+"""Gradient buckets: pack many arrays into one buffer, reduce it once;
+and which parameters share a bucket of a given size."""
 
 from mxnet import np
 
@@ -71,3 +72,43 @@ def _parts(buffer, arrays):
     for a in arrays:
         yield packed[start : start + a.size]
         start += a.size
+
+
+def make_buckets(sizes, bucket_bytes=None, reverse=True, itemsize=4):
+    """Group parameter indices into buckets of at most ``bucket_bytes``.
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        Elements of each parameter, in the network's order.
+    bucket_bytes : int, optional
+        Largest bucket; a parameter larger than that gets a bucket of its
+        own. None: one bucket per parameter.
+    reverse : bool, optional
+        Fill buckets from the last parameter to the first, the order in
+        which the backward pass finishes them.
+    itemsize : int, optional
+        Bytes per element.
+
+    Returns
+    -------
+    list of list of int
+        Every index exactly once.
+
+    Examples
+    --------
+    >>> make_buckets([10, 10, 100, 10], bucket_bytes=80)
+    [[3, 2], [1, 0]]
+    """
+    order = list(range(len(sizes)))[:: -1 if reverse else 1]
+    if bucket_bytes is None:
+        return [[i] for i in order]
+    buckets, current, used = [], [], 0
+    for i in order:
+        nbytes = sizes[i] * itemsize
+        if current and used + nbytes > bucket_bytes:
+            buckets.append(current)
+            current, used = [], 0
+        current.append(i)
+        used += nbytes
+    return buckets + [current] if current else buckets

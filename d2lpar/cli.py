@@ -97,7 +97,7 @@ def _train_parser(commands):
 
 
 def _worker_parser(commands):
-    from .dist.engines import ENGINES
+    from .dist.engines import ENGINES, KVSTORES
 
     w = commands.add_parser(
         'worker',
@@ -109,6 +109,14 @@ def _worker_parser(commands):
         default='kvstore',
         choices=list(ENGINES),
         help='; '.join(f'{k}: {v}' for k, v in ENGINES.items()),
+    )
+    w.add_argument(
+        '--kvstore',
+        default=None,
+        choices=list(KVSTORES),
+        help="the parameter server's mode (default: the one launch "
+        'was given, else dist_sync); '
+        + '; '.join(f'{k}: {v}' for k, v in KVSTORES.items()),
     )
     w.add_argument('--epochs', type=int, default=1)
     add_training_flags(w, 'examples per worker per step', 64, 0.1)
@@ -131,13 +139,16 @@ def _worker_parser(commands):
 
 
 def _launch_parser(commands):
+    from .dist.engines import KVSTORES
+
     la = commands.add_parser('launch', help='run workers on ps-lite')
     la.add_argument('--workers', type=int, default=2)
     la.add_argument('--servers', type=int, default=1)
     la.add_argument(
         '--kvstore',
         default='dist_sync',
-        choices=['dist_sync', 'dist_device_sync'],
+        choices=list(KVSTORES),
+        help='; '.join(f'{k}: {v}' for k, v in KVSTORES.items()),
     )
     la.add_argument('--timeout', type=float, default=600)
     la.add_argument('--port', type=int, default=None)
@@ -310,6 +321,7 @@ def _worker(args):
             resume=args.resume,
             engine=args.engine,
             stats_to=args.stats_to,
+            kvstore=args.kvstore,
         )
     except EngineError as e:
         print(f'error: {e}', file=sys.stderr)

@@ -89,6 +89,7 @@ def train_batch_concise(X, y, net, trainer, devices, loss=cross_entropy):
         Per device, the summed loss and the number of correct
         predictions (as :func:`d2lpar.train_batch` returns them).
     """
+    thread_budget(devices)  # cores per device, as train_batch
     X_shards, y_shards = split_batch(X, y, devices)
     with autograd.record():
         outs = [net(X_shard) for X_shard in X_shards]

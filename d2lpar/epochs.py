@@ -36,6 +36,9 @@ class TrainResult:
         Mean per-example training loss of each epoch.
     train_acc : list of float
         Training accuracy of each epoch (measured while training).
+    start_epoch : int
+        Epochs finished before this run (a resumed run); the lists hold
+        epochs ``start_epoch + 1`` onwards.
     """
 
     test_acc: list
@@ -46,6 +49,12 @@ class TrainResult:
     figure: object = None
     train_loss: list = dataclasses.field(default_factory=list)
     train_acc: list = dataclasses.field(default_factory=list)
+    start_epoch: int = 0
+
+    @property
+    def epochs_done(self):
+        """The number of the last finished epoch, counting from 1."""
+        return self.start_epoch + len(self.test_acc)
 
     @property
     def final_test_acc(self):
@@ -67,7 +76,7 @@ class TrainResult:
     def epoch_line(self, num_epochs):
         """The progress line of the last epoch, out of ``num_epochs``."""
         return (
-            f'epoch {len(self.test_acc)}/{num_epochs}: test acc '
+            f'epoch {self.epochs_done}/{num_epochs}: test acc '
             f'{self.test_acc[-1]:.3f}, train loss '
             f'{self.train_loss[-1]:.3f}, train acc '
             f'{self.train_acc[-1]:.3f}, {self.epoch_seconds[-1]:.1f} sec'
@@ -101,7 +110,7 @@ class LivePlot:
 
     def update(self, result):
         self.ax.clear()
-        epochs = range(1, len(result.test_acc) + 1)
+        epochs = range(result.start_epoch + 1, result.epochs_done + 1)
         for name in ('train_loss', 'train_acc', 'test_acc'):
             self.ax.plot(
                 epochs,
@@ -139,6 +148,8 @@ def run_epochs(
     plot=False,
     verbose=False,
     where='train',
+    start_epoch=0,
+    on_epoch_end=None,
 ):
     """The epoch loop: every trainer of the library runs this one.
 
@@ -157,6 +168,8 @@ def run_epochs(
     evaluate : callable
         ``evaluate() -> float``, the test accuracy now.
     num_epochs : int
+        The last epoch: epochs ``start_epoch + 1`` to ``num_epochs`` run
+        (none if ``start_epoch >= num_epochs``).
     result : TrainResult
         Filled in place; a ``batch_size`` of None is set from the first
         minibatch.
@@ -166,15 +179,32 @@ def run_epochs(
         Print a line per epoch and the summary line at the end.
     where : str, optional
         The public function running the loop, for messages.
+    start_epoch : int, optional
+        Epochs finished before (to resume a run); stored in
+        ``result.start_epoch``, so epoch numbers continue from it.
+    on_epoch_end : callable, optional
+        ``on_epoch_end(result)``, called after each epoch is recorded
+        (a worker saves its checkpoint and prints there).
 
     Returns
     -------
     TrainResult
         ``result``.
+
+    Raises
+    ------
+    ValueError
+        If ``start_epoch`` is negative, or an epoch yields no examples.
     """
+    if start_epoch < 0:
+        raise ValueError(
+            f'{where}: start_epoch is {start_epoch}; pass the number of '
+            f'epochs already finished (0 for a fresh run)'
+        )
+    result.start_epoch = start_epoch
     live = LivePlot(num_epochs) if plot else None
     result.figure = live.fig if live else result.figure
-    for _ in range(num_epochs):
+    for _ in range(start_epoch, num_epochs):
         metric = d2l.Accumulator(3)  # loss sum, correct, examples
         timer = d2l.Timer()
         pending = None  # the previous step's (losses, corrects, n)
@@ -204,6 +234,8 @@ def run_epochs(
             live.update(result)
         if verbose:
             print(result.epoch_line(num_epochs), flush=True)
-    if verbose:
+        if on_epoch_end:
+            on_epoch_end(result)
+    if verbose and result.test_acc:
         print(result.summary(), flush=True)
     return result

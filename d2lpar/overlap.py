@@ -23,53 +23,14 @@ import time
 import numpy as onp
 from mxnet import np, npx
 
-from .buckets import bucketed_allreduce
+from .buckets import bucketed_allreduce, make_buckets
 from .collectives import allreduce
 from .model import init_lenet_params, lenet
 from .optim import compute_grads
 from .parameters import get_params
 from .splitting import split_batch
+from .threads import thread_budget
 from .training import cross_entropy
-
-
-def make_buckets(sizes, bucket_bytes=None, reverse=True, itemsize=4):
-    """Group parameter indices into buckets of at most ``bucket_bytes``.
-
-    Parameters
-    ----------
-    sizes : sequence of int
-        Elements of each parameter, in the network's order.
-    bucket_bytes : int, optional
-        Largest bucket; a parameter larger than that gets a bucket of its
-        own. None: one bucket per parameter.
-    reverse : bool, optional
-        Fill buckets from the last parameter to the first, the order in
-        which the backward pass finishes them.
-    itemsize : int, optional
-        Bytes per element.
-
-    Returns
-    -------
-    list of list of int
-        Every index exactly once.
-
-    Examples
-    --------
-    >>> make_buckets([10, 10, 100, 10], bucket_bytes=80)
-    [[3, 2], [1, 0]]
-    """
-    order = list(range(len(sizes)))[:: -1 if reverse else 1]
-    if bucket_bytes is None:
-        return [[i] for i in order]
-    buckets, current, used = [], [], 0
-    for i in order:
-        nbytes = sizes[i] * itemsize
-        if current and used + nbytes > bucket_bytes:
-            buckets.append(current)
-            current, used = [], 0
-        current.append(i)
-        used += nbytes
-    return buckets + [current] if current else buckets
 
 
 def train_batch_overlap(
@@ -105,6 +66,7 @@ def train_batch_overlap(
     reverse : bool, optional
         Reduce the last layer's gradients first.
     """
+    thread_budget(devices)  # cores per device, as train_batch
     X_shards, y_shards = split_batch(X, y, devices)
     grads = compute_grads(X_shards, y_shards, device_params, net, loss)
     if not overlap:
@@ -123,7 +85,14 @@ def train_batch_overlap(
 
 
 def time_overlap(
-    configs, devices, batch_size=256, repeats=10, warmup=2, rounds=3, seed=0
+    configs,
+    devices,
+    batch_size=256,
+    repeats=10,
+    warmup=2,
+    rounds=3,
+    seed=0,
+    per_round=False,
 ):
     """Median seconds per step for each configuration, interleaved.
 
@@ -139,17 +108,20 @@ def time_overlap(
         Name to keyword arguments of :func:`train_batch_overlap`.
     devices : list of mxnet.Context
     batch_size, repeats, warmup, rounds, seed : int, optional
+    per_round : bool, optional
+        Return every round's median instead of the fastest, to show the
+        spread.
 
     Returns
     -------
-    dict of str to float
+    dict of str to float (or list of float)
         Seconds per step.
     """
     rng = onp.random.default_rng(seed)
     X = np.array(rng.uniform(size=(batch_size, 1, 28, 28)), dtype='float32')
     y = np.array(rng.integers(0, 10, batch_size), dtype='int32')
     start = init_lenet_params(seed, 0.1)
-    best = {}
+    best, medians = {}, {name: [] for name in configs}
     for _ in range(rounds):
         for name, options in configs.items():
             device_params = [get_params(start, d) for d in devices]
@@ -164,7 +136,54 @@ def time_overlap(
                     times.append(time.perf_counter() - tic)
             median = float(onp.median(times))
             best[name] = min(median, best.get(name, median))
-    return best
+            medians[name].append(median)
+    return medians if per_round else best
+
+
+def plot_bucket_sweep(times, title=''):
+    """Step time against bucket size, one line per mode.
+
+    Parameters
+    ----------
+    times : dict of (str, str) to list of float
+        ``(mode, bucket label)`` to seconds per step, one per round, as
+        :func:`time_overlap` returns with ``per_round=True`` for
+        configurations named that way. Labels keep their order.
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Mean over rounds, with bars from the fastest to the slowest.
+    """
+    import matplotlib.pyplot as plt
+
+    labels = list(dict.fromkeys(label for _, label in times))
+    fig, ax = plt.subplots(figsize=(6, 3))
+    for i, mode in enumerate(dict.fromkeys(mode for mode, _ in times)):
+        xs = [j for j, label in enumerate(labels) if (mode, label) in times]
+        ms = [1000 * onp.array(times[mode, labels[j]]) for j in xs]
+        mean = onp.array([m.mean() for m in ms])
+        err = [mean - [m.min() for m in ms], [m.max() for m in ms] - mean]
+        ax.errorbar(
+            onp.array(xs) + 0.08 * i,
+            mean,
+            yerr=err,
+            marker='os^'[i % 3],
+            # join only neighbouring sizes: a line must not suggest
+            # values measured nowhere
+            linestyle='-' if xs[-1] - xs[0] == len(xs) - 1 else 'none',
+            capsize=3,
+            label=mode,
+        )
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels, fontsize=8)
+    ax.set_xlabel('bucket size (buckets per step)')
+    ax.set_ylabel('ms per step')
+    ax.legend(fontsize=8)
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    return fig
 
 
 # Engine operations that move or add received gradients, as opposed to

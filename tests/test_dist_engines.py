@@ -7,8 +7,13 @@ import pytest
 
 import d2lpar as dp
 from d2lpar.bench import engines as be
-from d2lpar.cli import main
-from d2lpar.dist.engines import EngineError, make_engine
+from d2lpar.cli import build_parser, main
+from d2lpar.dist.engines import (
+    KVSTORES,
+    EngineError,
+    ParameterServer,
+    make_engine,
+)
 
 
 def test_unknown_engine_is_refused():
@@ -75,3 +80,48 @@ def test_engine_commands_start_the_same_worker():
             '--epochs',
             '1',
         ]
+
+
+def test_dist_async_on_horovod_is_refused():
+    """dist_async is a parameter-server mode; Horovod has no servers to
+    update the weights, so the combination is an error saying what to
+    use, raised before Horovod is even imported."""
+    with pytest.raises(ValueError, match='Horovod always sums'):
+        make_engine('horovod', 'dist_async')
+
+
+def test_unknown_kvstore_mode_is_refused(monkeypatch):
+    monkeypatch.setenv('DMLC_ROLE', 'worker')  # refused before kv.create
+    with pytest.raises(ValueError, match="unknown kvstore 'dist_fast'"):
+        make_engine('kvstore', 'dist_fast')
+
+
+def test_worker_command_line_dist_async_on_horovod_is_exit_2(
+    monkeypatch, capsys
+):
+    monkeypatch.delenv('D2LPAR_KVSTORE', raising=False)
+    assert (
+        main(['worker', '--engine', 'horovod', '--kvstore', 'dist_async']) == 2
+    )
+    assert 'Horovod always sums' in capsys.readouterr().err
+
+
+def test_launch_and_worker_accept_every_kvstore_mode():
+    """Both command lines take each mode of the one table, KVSTORES."""
+    parser = build_parser()
+    for mode in KVSTORES:
+        args = parser.parse_args(['launch', '--kvstore', mode, '--', 'true'])
+        assert args.kvstore == mode
+        args = parser.parse_args(['worker', '--kvstore', mode])
+        assert args.kvstore == mode
+
+
+def test_an_async_server_refuses_to_sum():
+    """On dist_async the servers update instead of adding: sum_ says so
+    rather than returning updated weights as a 'sum'."""
+    engine = ParameterServer.__new__(ParameterServer)  # no job needed
+    engine.asynchronous, engine.batch_size = True, None
+    with pytest.raises(EngineError, match='dist_async has no sum'):
+        engine.sum_([])
+    with pytest.raises(EngineError, match='before set_optimizer'):
+        engine.update_([], [], 64)

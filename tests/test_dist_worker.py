@@ -1,5 +1,6 @@
-"""Checkpoints of the multi-process worker: they pair, and a corrupt or
-foreign one is a clear error naming the file and what to do."""
+"""The multi-process worker without a job: checkpoints pair, and a
+corrupt or foreign one is a clear error naming the file and what to do;
+its kvstore mode and its shards of each minibatch."""
 
 import numpy as onp
 import pytest
@@ -8,6 +9,8 @@ from numpy.testing import assert_array_equal
 import d2lpar as dp
 from d2lpar.dist.worker import (
     CheckpointError,
+    Shards,
+    kvstore_mode,
     load_checkpoint,
     save_checkpoint,
 )
@@ -80,3 +83,48 @@ def test_unreadable_checkpoint_names_the_file(tmp_path, damage):
         f'Delete it.*drop --resume',
     ):
         load_checkpoint(path, 2, SHAPES)
+
+
+def test_worker_kvstore_contradicting_the_launcher_is_refused(monkeypatch):
+    """A worker asked for dist_async inside a dist_sync job would disagree
+    with its peers; the error names both modes and says where to set it."""
+    monkeypatch.setenv('D2LPAR_KVSTORE', 'dist_sync')
+    with pytest.raises(
+        ValueError, match='--kvstore dist_async .* a dist_sync job'
+    ):
+        kvstore_mode('dist_async')
+
+
+@pytest.mark.parametrize(
+    'given, launched, mode',
+    [
+        (None, None, 'dist_sync'),
+        (None, 'dist_async', 'dist_async'),
+        ('dist_async', None, 'dist_async'),
+        ('dist_async', 'dist_async', 'dist_async'),
+    ],
+)
+def test_kvstore_mode_comes_from_the_flag_or_the_launcher(
+    monkeypatch, given, launched, mode
+):
+    """The worker's own --kvstore, else the launcher's, else dist_sync."""
+    if launched:
+        monkeypatch.setenv('D2LPAR_KVSTORE', launched)
+    else:
+        monkeypatch.delenv('D2LPAR_KVSTORE', raising=False)
+    assert kvstore_mode(given) == mode
+
+
+def test_shards_cover_each_minibatch_and_know_its_size():
+    """Two workers' shards of every minibatch (the last one short) are
+    disjoint, cover it in order, and batch_size is the whole batch's."""
+    X = onp.arange(10.0)
+    batches = [(X[:4], X[:4]), (X[4:7], X[4:7]), (X[7:9], X[7:9])]
+    seen = {0: [], 1: []}
+    for rank in (0, 1):
+        shards = Shards(batches, rank, 2)
+        for Xs, _ in shards:
+            seen[rank].append((list(Xs), shards.batch_size))
+    assert [s for s, _ in seen[0]] == [[0, 1], [4, 5], [7]]
+    assert [s for s, _ in seen[1]] == [[2, 3], [6], [8]]
+    assert [n for _, n in seen[0]] == [4, 3, 2]

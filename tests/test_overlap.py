@@ -78,6 +78,41 @@ def test_time_overlap_returns_one_time_per_configuration():
     assert sorted(times) == ['overlap', 'serial']
 
 
+def test_time_overlap_per_round_keeps_every_round():
+    """per_round=True gives one median per round for each configuration,
+    and the fastest of them is what per_round=False would keep."""
+    configs = {('overlap', 'one'): {'bucket_bytes': 10**9}}
+    times = overlap.time_overlap(
+        configs,
+        [mx.cpu(0), mx.cpu(1)],
+        batch_size=8,
+        repeats=1,
+        warmup=0,
+        rounds=3,
+        per_round=True,
+    )
+    assert list(times) == [('overlap', 'one')]
+    assert len(times['overlap', 'one']) == 3
+
+
+def test_plot_bucket_sweep_draws_each_mode_at_its_sizes():
+    """One error-bar line per mode, at the x positions of the bucket
+    labels it was measured at, in ms."""
+    times = {
+        ('overlap', 'per parameter'): [0.1, 0.12],
+        ('overlap', '25 MB'): [0.09, 0.1],
+        ('serial', 'per parameter'): [0.11, 0.13],
+    }
+    fig = overlap.plot_bucket_sweep(times)
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert labels == ['per parameter', '25 MB']
+    lines = [c.lines[0] for c in ax.containers]  # the data lines
+    assert len(lines) == 2
+    assert_allclose(lines[0].get_ydata(), [110, 95])
+    assert len(lines[1].get_xdata()) == 1
+
+
 def test_comm_overlap_counts_only_covered_communication():
     """A copy inside a compute operator counts fully, one half-covered
     counts half, one alone not at all; parallel compute counts once."""

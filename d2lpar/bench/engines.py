@@ -266,11 +266,11 @@ def compute_seconds(batch_size=64, steps=20):
         batch_size, num_train=batch_size, num_test=batch_size, seed=0
     )
     X, y = next(iter(train_iter))
-    worker_step(_Alone(), X, y, params, 0.1)  # warm-up
+    worker_step(_Alone(), X, y, params, 0.1, batch_size)  # warm-up
     npx.waitall()
     start = time.perf_counter()
     for _ in range(steps):
-        worker_step(_Alone(), X, y, params, 0.1)
+        worker_step(_Alone(), X, y, params, 0.1, batch_size)
     npx.waitall()
     return (time.perf_counter() - start) / steps
 

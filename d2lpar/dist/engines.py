@@ -17,6 +17,15 @@ ENGINES = {
     'horovod': 'ring all-reduce over gloo (start it with horovodrun)',
 }
 
+# The one table of the parameter server's modes (``--kvstore``).
+KVSTORES = {
+    'dist_sync': 'the servers sum every worker\'s gradient, then each '
+    'worker updates its copy (synchronous)',
+    'dist_device_sync': 'as dist_sync, summing on the workers\' devices',
+    'dist_async': 'the servers update the weights with each push as it '
+    'arrives; workers pull the weights (asynchronous)',
+}
+
 
 # Every distributed kvstore this process created. Its destructor is
 # ps-lite's Finalize, a barrier that waits for every other worker: freed
@@ -39,18 +48,24 @@ class ParameterServer:
     Parameters
     ----------
     kind : str, optional
-        ``'dist_sync'`` (the servers sum on the CPU) or
-        ``'dist_device_sync'``.
+        One of :data:`KVSTORES`: ``'dist_sync'`` (the servers sum on the
+        CPU), ``'dist_device_sync'`` or ``'dist_async'`` (the servers
+        update the weights; see :meth:`set_optimizer`).
 
     Raises
     ------
     EngineError
         If the process was not started as a ps-lite worker.
+    ValueError
+        If ``kind`` is not a mode of :data:`KVSTORES`.
     """
 
     name = 'kvstore'
 
     def __init__(self, kind='dist_sync'):
+        if kind not in KVSTORES:
+            raise ValueError(f'unknown kvstore {kind!r}: use one of '
+                             f'{", ".join(KVSTORES)}')
         if os.environ.get('DMLC_ROLE') != 'worker':
             raise EngineError(
                 'the kvstore engine runs inside a ps-lite job: start the '
@@ -59,6 +74,8 @@ class ParameterServer:
         self.kv = mx.kv.create(kind)
         _KEEP_ALIVE.append(self.kv)
         self.rank, self.num_workers = self.kv.rank, self.kv.num_workers
+        self.asynchronous = kind == 'dist_async'
+        self.batch_size = None  # the servers' divisor (set_optimizer)
         self._keys = set()
 
     def broadcast_(self, arrays):
@@ -74,7 +91,16 @@ class ParameterServer:
 
         Arrays are stored under keys ``first_key, first_key + 1, ...``;
         every worker must use the same keys for the same arrays.
+
+        Raises
+        ------
+        EngineError
+            With ``dist_async``, whose servers update rather than sum.
         """
+        if self.asynchronous:
+            raise EngineError(
+                'dist_async has no sum: its servers apply each push as an '
+                'update; use update_ and sync_, or kvstore dist_sync')
         keys = range(first_key, first_key + len(arrays))
         for key, a in zip(keys, arrays):
             if key not in self._keys:  # every worker meets it at once
@@ -86,6 +112,53 @@ class ParameterServer:
             self.kv.push(key, a)
         for key, a in zip(keys, arrays):
             self.kv.pull(key, out=a)
+
+
+    def set_optimizer(self, lr, batch_size):
+        """Make the servers take an SGD step with every push (async).
+
+        The worker pushes the gradient *summed* over its examples; the
+        servers divide it by the global ``batch_size`` (``rescale_grad``,
+        as MXNet's ``Module`` does) and take a step of ``lr``.
+        """
+        self.kv.set_optimizer(mx.optimizer.SGD(
+            learning_rate=lr, rescale_grad=1 / batch_size, wd=0))
+        self.batch_size = batch_size
+
+    def update_(self, grads, params, batch_size):
+        """Push ``grads``; overwrite ``params`` with the servers' weights.
+
+        With ``dist_async`` the servers apply each push at once, with no
+        barrier: the weights pulled back hold this worker's update and
+        every other update that arrived meanwhile. Keys as :meth:`sum_`.
+        ``grads`` are sums over a global minibatch of ``batch_size``.
+        """
+        if self.batch_size is None:  # ps-lite would abort the server
+            raise EngineError('update_ before set_optimizer: the servers '
+                              'have no optimizer to apply the push with')
+        if batch_size != self.batch_size:  # a short last minibatch: the
+            for g in grads:  # servers divide by the full one
+                g *= self.batch_size / batch_size
+        for key, g in enumerate(grads):
+            self.kv.push(key, g)
+        for key, p in enumerate(params):
+            self.kv.pull(key, out=p)
+
+    def sync_(self, params):
+        """Give every worker the servers' current weights (a barrier).
+
+        Each worker waits until its own pushes are applied, meets the
+        others at a barrier, pulls, and meets them again before anyone
+        pushes anew: all workers then hold the same weights.
+        """
+        for p in params:
+            p.wait_to_read()  # this worker's last pull, so its pushes
+        self.kv._barrier()
+        for key, p in enumerate(params):
+            self.kv.pull(key, out=p)
+        for p in params:
+            p.wait_to_read()
+        self.kv._barrier()
 
 
 class Horovod:
@@ -102,6 +175,7 @@ class Horovod:
     """
 
     name = 'horovod'
+    asynchronous = False
 
     def __init__(self):
         try:
@@ -138,16 +212,22 @@ def make_engine(name, kvstore='dist_sync'):
     name : str
         ``'kvstore'`` or ``'horovod'``.
     kvstore : str, optional
-        The kvstore kind for the ``'kvstore'`` engine.
+        The kvstore mode (one of :data:`KVSTORES`) for the ``'kvstore'``
+        engine; Horovod takes only ``'dist_sync'``, what it does.
 
     Raises
     ------
     ValueError
-        If ``name`` is not an engine.
+        If ``name`` is not an engine, or ``kvstore`` not a mode of it.
     """
     if name == 'kvstore':
         return ParameterServer(kvstore)
     if name == 'horovod':
+        if kvstore != 'dist_sync':
+            raise ValueError(
+                f'--kvstore {kvstore} is a mode of the parameter server; '
+                f'Horovod always sums synchronously with its all-reduce. '
+                f'Drop --kvstore, or use --engine kvstore under launch')
         return Horovod()
     raise ValueError(f'unknown engine {name!r}: use one of '
                      f'{", ".join(ENGINES)}')

@@ -199,7 +199,8 @@ def launch(command, workers=2, servers=1, kvstore='dist_sync',
         The worker command; it reads ``D2LPAR_KVSTORE`` for the kvstore.
         A Python command runs under :mod:`d2lpar.dist.guard`.
     workers, servers : int, optional
-    kvstore : {'dist_sync', 'dist_device_sync'}, optional
+    kvstore : str, optional
+        A mode of :data:`d2lpar.dist.engines.KVSTORES`.
     timeout : float, optional
         Seconds before everything is stopped (status 124).
     port : int, optional

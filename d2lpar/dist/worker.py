@@ -4,22 +4,27 @@ Started by :func:`d2lpar.dist.launch.launch` on MXNet's parameter server, or
 by ``horovodrun`` on Horovod (``python -m d2lpar worker --engine ...``).
 Every worker reads the same seeded order of global minibatches and
 trains on its own shard of each, so the workers together take the step
-one process would take on the whole minibatch.
+one process would take on the whole minibatch (:func:`worker_step`). On
+the ``dist_async`` kvstore the servers take the step instead, with each
+push as it arrives (:func:`async_step`).
 """
 import json
 import os
+import time
 import zipfile
 
 import mxnet as mx
 import numpy as onp
 from d2l import mxnet as d2l
-from mxnet import autograd, np, npx
+from mxnet import autograd, np
 
 from ..data import load_fashion_mnist
+from ..epochs import TrainResult, run_epochs
+from ..evaluation import evaluate_accuracy
 from ..model import LENET_SHAPES, init_lenet_params, lenet
 from ..parameters import get_params
 from ..splitting import shard_ranges
-from ..training import cross_entropy
+from ..training import count_correct, cross_entropy
 from .engines import make_engine
 
 # The engine sums arrays by key; the parameters' gradients use keys
@@ -38,19 +43,71 @@ def my_shard(X, y, rank, num_workers):
     return X[start:stop], y[start:stop]
 
 
-def worker_step(engine, X, y, params, lr):
-    """One SGD step on the global minibatch ``X, y``, as one worker.
+class Shards:
+    """This worker's shards of every global minibatch of ``data_iter``.
 
-    The worker computes the gradient of its own shard, the engine sums
-    the gradients over all workers, and every worker applies the same
-    update, divided by the global batch size.
+    Iterating yields ``(X_shard, y_shard)``; ``batch_size`` is then the
+    size of the global minibatch the shard came from (the last one may
+    be short), which the step divides by.
     """
-    Xs, ys = my_shard(X, y, engine.rank, engine.num_workers)
+
+    def __init__(self, data_iter, rank, num_workers):
+        self.data_iter, self.rank = data_iter, rank
+        self.num_workers, self.batch_size = num_workers, None
+
+    def __iter__(self):
+        for X, y in self.data_iter:
+            self.batch_size = X.shape[0]
+            yield my_shard(X, y, self.rank, self.num_workers)
+
+
+def shard_gradients(X, y, params):
+    """Loss and correct count of the shard ``X, y``; gradients in
+    ``params[i].grad``."""
     with autograd.record():
-        l = cross_entropy(lenet(Xs, params), ys).sum()
+        y_hat = lenet(X, params)
+        l = cross_entropy(y_hat, y).sum()
     l.backward()
+    return [l], count_correct([y_hat], [y])
+
+
+def worker_step(engine, X, y, params, lr, batch_size):
+    """One synchronous SGD step on a global minibatch, as one worker.
+
+    ``X, y`` is this worker's shard of a minibatch of ``batch_size``
+    examples. The worker computes the gradient of its shard, the engine
+    sums the gradients over all workers, and every worker applies the
+    same update, divided by the global batch size. Returns the shard's
+    summed loss and correct count, as :func:`d2lpar.train_batch` does.
+    """
+    losses, corrects = shard_gradients(X, y, params)
     engine.sum_([p.grad for p in params])
-    d2l.sgd(params, lr, X.shape[0])
+    d2l.sgd(params, lr, batch_size)
+    return losses, corrects
+
+
+def async_step(engine, X, y, params, lr, batch_size):
+    """One asynchronous step: push the shard's gradient, pull weights.
+
+    The servers update the weights with the gradient at once (see
+    :meth:`ParameterServer.set_optimizer`). Returns the shard's loss and
+    correct count, and whether the weights pulled back hold another
+    worker's update too (lazy): they differ from ``params`` minus this
+    worker's own update by more than a hundredth of that update
+    (float32 rounding differs by far less).
+    """
+    losses, corrects = shard_gradients(X, y, params)
+    grads = [p.grad for p in params]
+    own = [p - lr / batch_size * g for p, g in zip(params, grads)]
+    step = largest([p - o for p, o in zip(params, own)])
+    engine.update_(grads, params, batch_size)
+    foreign = largest([p - o for p, o in zip(params, own)])
+    return losses, corrects, foreign > 0.01 * step
+
+
+def largest(arrays):
+    """The largest absolute entry of all ``arrays`` (lazy, no wait)."""
+    return np.stack([np.abs(a).max() for a in arrays]).max()
 
 
 def global_accuracy(engine, params, test_iter):
@@ -149,15 +206,95 @@ def start_state(engine, seed, init_scale, save_to, resume):
     return params, int(progress[0])
 
 
+class WorkerEpochs:
+    """What :func:`d2lpar.epochs.run_epochs` calls on one worker.
+
+    The step (:func:`worker_step`, or :func:`async_step` on
+    ``dist_async``), the test accuracy, and what happens after each
+    epoch: count steps, print, save rank 0's checkpoint, record stats.
+    """
+
+    def __init__(self, engine, params, lr, shards, test_iter, save_to):
+        self.engine, self.params, self.lr = engine, params, lr
+        self.shards, self.test_iter, self.save_to = shards, test_iter, save_to
+        self.stats = {'engine': engine.name, 'workers': engine.num_workers,
+                      'asynchronous': engine.asynchronous, 'epochs': []}
+        self.steps, self.stale, self.waited = 0, 0, 0.0
+
+    def step(self, X, y):
+        """Train on this worker's shard ``X, y``; (losses, corrects)."""
+        self.steps += 1
+        if not self.engine.asynchronous:
+            return worker_step(self.engine, X, y, self.params, self.lr,
+                               self.shards.batch_size)
+        losses, corrects, stale = async_step(
+            self.engine, X, y, self.params, self.lr, self.shards.batch_size)
+        self.stale = stale.astype('float32') + self.stale  # lazy count
+        return losses, corrects
+
+    def evaluate(self):
+        """Test accuracy of the weights all workers hold now."""
+        if not self.engine.asynchronous:
+            return global_accuracy(self.engine, self.params, self.test_iter)
+        # No sum on dist_async: every worker gets the servers' weights and
+        # tests them on the whole test set. The wait at the barrier is
+        # the epoch's time this worker spent ahead of the others.
+        start = time.monotonic()
+        self.engine.sync_(self.params)
+        self.waited = time.monotonic() - start
+        return evaluate_accuracy(self.params, self.test_iter, mx.cpu())
+
+    def end_epoch(self, result):
+        """Record, print and checkpoint the epoch ``result`` ends with."""
+        engine, epoch = self.engine, result.epochs_done
+        record = {'steps': self.steps, 'seconds': result.epoch_seconds[-1],
+                  'test_acc': result.test_acc[-1],
+                  'train_loss': result.train_loss[-1]}
+        line = (f'rank {engine.rank}/{engine.num_workers} epoch {epoch}: '
+                f'test acc {record["test_acc"]:.3f}, '
+                f'{record["seconds"]:.1f} sec')
+        if engine.asynchronous:
+            record['stale_steps'] = int(float(self.stale))
+            record['wait_seconds'] = self.waited
+            line += f', {record["stale_steps"]}/{self.steps} steps stale'
+        self.stats['epochs'].append(record)
+        print(line, flush=True)
+        if engine.rank == 0 and self.save_to:
+            save_checkpoint(self.params, self.save_to, epoch,
+                            engine.num_workers)
+        self.steps, self.stale = 0, 0
+
+
+def kvstore_mode(kvstore=None):
+    """The kvstore mode: ``kvstore``, else the launcher's, else dist_sync.
+
+    Raises
+    ------
+    ValueError
+        If ``kvstore`` differs from the mode the launcher set in
+        ``D2LPAR_KVSTORE`` (the workers would disagree with the job).
+    """
+    launched = os.environ.get('D2LPAR_KVSTORE')
+    if kvstore and launched and kvstore != launched:
+        raise ValueError(
+            f'the worker was given --kvstore {kvstore} but its launcher '
+            f'started a {launched} job; give --kvstore once, to launch')
+    return kvstore or launched or 'dist_sync'
+
+
 def run_worker(epochs=1, batch_size=64, lr=0.1, seed=0, init_scale=0.1,
                data_dir=None, num_train=None, num_test=None,
                save_to=None, resume=False, engine='kvstore',
-               stats_to=None):
+               stats_to=None, kvstore=None):
     """Train LeNet as one worker of a multi-process job.
+
+    The epoch loop is :func:`d2lpar.epochs.run_epochs`, with
+    :class:`WorkerEpochs` as its step, evaluation and epoch end.
 
     Parameters
     ----------
     epochs : int
+        The last epoch (a resumed run trains the remaining ones).
     batch_size : int
         Examples per worker per step (the global batch is
         ``batch_size * num_workers``).
@@ -176,7 +313,11 @@ def run_worker(epochs=1, batch_size=64, lr=0.1, seed=0, init_scale=0.1,
         ``horovodrun``); see :func:`d2lpar.dist.engines.make_engine`.
     stats_to : str, optional
         Rank 0 writes the engine, number of workers, and each epoch's
-        steps, seconds and test accuracy here as JSON.
+        steps, seconds, test accuracy, train loss (its own shards) and,
+        on ``dist_async``, stale steps here as JSON.
+    kvstore : str, optional
+        The parameter server's mode (see :func:`kvstore_mode`), one of
+        :data:`d2lpar.dist.engines.KVSTORES`.
 
     Returns
     -------
@@ -188,32 +329,26 @@ def run_worker(epochs=1, batch_size=64, lr=0.1, seed=0, init_scale=0.1,
     CheckpointError
         When resuming from a checkpoint that is unreadable or belongs to
         another job (on rank 0; the launcher then stops the others).
+    ValueError
+        For a kvstore mode that the engine or the launcher contradicts.
     """
-    engine = make_engine(engine, os.environ.get('D2LPAR_KVSTORE',
-                                                'dist_sync'))
-    rank, num_workers = engine.rank, engine.num_workers
+    engine = make_engine(engine, kvstore_mode(kvstore))
     params, done = start_state(engine, seed, init_scale, save_to, resume)
     if done:
-        print(f'rank {rank}: resuming after epoch {done}', flush=True)
+        print(f'rank {engine.rank}: resuming after epoch {done}', flush=True)
     train_iter, test_iter = load_fashion_mnist(
-        batch_size * num_workers, data_dir, num_train=num_train,
+        batch_size * engine.num_workers, data_dir, num_train=num_train,
         num_test=num_test, seed=seed, start_epoch=done)
-    stats = {'engine': engine.name, 'workers': num_workers, 'epochs': []}
-    for epoch in range(done, epochs):
-        timer, steps = d2l.Timer(), 0
-        for X, y in train_iter:
-            worker_step(engine, X, y, params, lr)
-            steps += 1
-        npx.waitall()
-        seconds = timer.stop()
-        acc = global_accuracy(engine, params, test_iter)
-        stats['epochs'].append({'steps': steps, 'seconds': seconds,
-                                'test_acc': acc})
-        print(f'rank {rank}/{num_workers} epoch {epoch + 1}: test acc '
-              f'{acc:.3f}, {seconds:.1f} sec', flush=True)
-        if rank == 0 and save_to:
-            save_checkpoint(params, save_to, epoch + 1, num_workers)
-    if rank == 0 and stats_to:
+    if engine.asynchronous:
+        engine.set_optimizer(lr, batch_size * engine.num_workers)
+    shards = Shards(train_iter, engine.rank, engine.num_workers)
+    job = WorkerEpochs(engine, params, lr, shards, test_iter, save_to)
+    result = TrainResult([], [], [mx.cpu()], batch_size * engine.num_workers,
+                         lr)
+    run_epochs(job.step, shards, job.evaluate, epochs, result,
+               where='run_worker', start_epoch=done,
+               on_epoch_end=job.end_epoch)
+    if engine.rank == 0 and stats_to:
         with open(stats_to, 'w') as f:
-            json.dump(stats, f)
-    return [e['test_acc'] for e in stats['epochs']]
+            json.dump(job.stats, f)
+    return result.test_acc
