@@ -22,6 +22,7 @@ from .collectives import allreduce
 from .model import lenet
 from .optim import compute_grads
 from .splitting import split_batch
+from .threads import thread_budget
 from .training import cross_entropy
 
 
@@ -61,6 +62,7 @@ def accumulate_step(
     ValueError
         If ``batches`` is empty.
     """
+    thread_budget(devices)  # cores per device, as train_batch
     check_positive('lr', lr, 'accumulate_step')
     if not batches:
         raise ValueError(

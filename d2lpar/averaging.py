@@ -19,6 +19,7 @@ from .model import init_lenet_params, lenet
 from .parameters import get_params
 from .schedules import ring_schedule, traffic
 from .splitting import split_batch
+from .threads import thread_budget
 from .training import cross_entropy
 
 
@@ -88,6 +89,7 @@ def local_sgd_step(
         weights that make :func:`average_params` equal gradient
         averaging.
     """
+    thread_budget(devices)  # cores per device, as train_batch
     X_shards, y_shards = split_batch(X, y, devices)
     with autograd.record():
         ls = [

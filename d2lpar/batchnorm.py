@@ -17,6 +17,7 @@ from .collectives import allreduce
 from .evaluation import evaluate_accuracy
 from .parameters import get_params
 from .splitting import split_batch
+from .threads import thread_budget
 from .training import cross_entropy
 
 # (name, shape) of the parameters, in the order bn_mlp reads them. The
@@ -171,6 +172,7 @@ def train_batch_bn(
         Weight of the old value in the running statistics.
     loss : callable, optional
     """
+    thread_budget(devices)  # cores per device, as train_batch
     X_shards, y_shards = split_batch(X, y, devices)
     with autograd.record():
         hs = [

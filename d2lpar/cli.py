@@ -6,7 +6,7 @@ worker     one worker of a multi-process job (under ``launch`` or
            ``horovodrun``)
 launch     start a parameter-server job: scheduler, servers, workers
 bench      measurements beside their own limits: ``allreduce``,
-           ``step``, ``engines``
+           ``step``, ``train``, ``engines``
 check      grade homework: run the check of every function a solution
            file defines (``--json`` for autograders)
 =========  ==========================================================
@@ -181,6 +181,23 @@ def _bench_parser(commands):
     step.add_argument('--batch-size', type=int, default=256)
     step.add_argument('--repeats', type=int, default=20)
     step.add_argument('--json', help='also write the rows to this file')
+    tr = kinds.add_parser(
+        'train', help="d2l's way vs the library's, beside the FLOP limit"
+    )
+    tr.add_argument('--devices', type=int, nargs='+', default=[1, 2, 4])
+    tr.add_argument('--batch-size', type=int, default=256)
+    tr.add_argument('--steps', type=int, default=20, help='timed steps')
+    tr.add_argument('--rounds', type=int, default=3)
+    tr.add_argument(
+        '--profile',
+        action='store_true',
+        help='also break the library step into phases and operators',
+    )
+    tr.add_argument(
+        '--json',
+        default=os.path.join(BENCH_DIR, 'train.json'),
+        help='write the results here',
+    )
     en = kinds.add_parser('engines', help='parameter server vs Horovod')
     en.add_argument('--workers', type=int, default=2)
     en.add_argument(
@@ -373,6 +390,24 @@ def _launch(args):
     )
 
 
+def _bench_train(args):
+    from .bench import train as bt
+
+    result = bt.compare_training(
+        args.devices,
+        batch_size=args.batch_size,
+        steps=args.steps,
+        rounds=args.rounds,
+        progress=lambda line: print(line, flush=True),
+    )
+    print(bt.format_training(result))
+    if args.profile:
+        result['profile'] = bt.profile_training(batch_size=args.batch_size)
+        print(bt.format_profile(result['profile']))
+    print(f'wrote {bt.save_json(result, args.json)}')
+    return 0
+
+
 def _bench(args):
     if args.bench == 'allreduce':
         from .bench import allreduce as ab
@@ -395,6 +430,8 @@ def _bench(args):
             )
         )
         return 0
+    if args.bench == 'train':
+        return _bench_train(args)
     if args.bench == 'step':
         from .bench import step
 

@@ -14,6 +14,7 @@ from .epochs import TrainResult, run_epochs
 from .evaluation import evaluate_accuracy_sharded
 from .model import init_lenet_params
 from .splitting import split_batch
+from .threads import thread_budget
 from .training import INIT_SCALE, cross_entropy
 
 
@@ -88,6 +89,7 @@ def train_batch_concise(X, y, net, trainer, devices, loss=cross_entropy):
         Per device, the summed loss and the number of correct
         predictions (as :func:`d2lpar.train_batch` returns them).
     """
+    thread_budget(devices)  # cores per device, as train_batch
     X_shards, y_shards = split_batch(X, y, devices)
     with autograd.record():
         outs = [net(X_shard) for X_shard in X_shards]
@@ -140,6 +142,7 @@ def train_concise(
     check_positive('lr', lr, 'train_concise')
     check_positive('num_epochs', num_epochs, 'train_concise', True)
     check_devices(devices, 'train_concise')
+    thread_budget(devices)  # as train_batch: every core, shared by devices
     net = set_lenet_params(
         gluon_lenet(), params or init_lenet_params(0, INIT_SCALE), devices
     )

@@ -129,6 +129,15 @@ class LivePlot:
                 self.handle.update(self.fig)
 
 
+def _add(metric, pending):
+    """Add a step's summed loss, correct count and size (waits for it)."""
+    if pending is not None:
+        losses, corrects, n = pending
+        metric.add(
+            sum(float(l) for l in losses), sum(float(c) for c in corrects), n
+        )
+
+
 def run_epochs(
     step,
     train_iter,
@@ -198,16 +207,20 @@ def run_epochs(
     for _ in range(start_epoch, num_epochs):
         metric = d2l.Accumulator(3)  # loss sum, correct, examples
         timer = d2l.Timer()
+        pending = None  # the previous step's (losses, corrects, n)
         for X, y in train_iter:
             losses, corrects = step(X, y)
-            npx.waitall()  # time finished work only; bounds memory too
-            metric.add(
-                sum(float(l) for l in losses),
-                sum(float(c) for c in corrects),
-                X.shape[0],
-            )
+            # Read the previous step's numbers only now: while Python
+            # waits for them, the devices already run this step. (d2l
+            # waits after every step, which leaves the devices idle while
+            # Python prepares the next one.) Two steps in flight at most
+            # bound the memory.
+            _add(metric, pending)
+            pending = (losses, corrects, X.shape[0])
             if result.batch_size is None:
                 result.batch_size = X.shape[0]
+        _add(metric, pending)
+        npx.waitall()  # time finished work only
         result.epoch_seconds.append(timer.stop())
         if metric[2] == 0:
             raise ValueError(

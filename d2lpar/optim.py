@@ -18,6 +18,7 @@ from .checks import check_positive
 from .collectives import allreduce
 from .model import lenet
 from .splitting import split_batch
+from .threads import thread_budget
 from .training import cross_entropy
 
 
@@ -258,6 +259,7 @@ def train_batch_optim(
     ValueError
         If replicas, states and devices are not one per device.
     """
+    thread_budget(devices)  # cores per device, as train_batch
     if not len(device_params) == len(device_states) == len(devices):
         raise ValueError(
             f'train_batch_optim: {len(device_params)} '

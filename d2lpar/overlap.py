@@ -29,6 +29,7 @@ from .model import init_lenet_params, lenet
 from .optim import compute_grads
 from .parameters import get_params
 from .splitting import split_batch
+from .threads import thread_budget
 from .training import cross_entropy
 
 
@@ -65,6 +66,7 @@ def train_batch_overlap(
     reverse : bool, optional
         Reduce the last layer's gradients first.
     """
+    thread_budget(devices)  # cores per device, as train_batch
     X_shards, y_shards = split_batch(X, y, devices)
     grads = compute_grads(X_shards, y_shards, device_params, net, loss)
     if not overlap:

@@ -23,6 +23,7 @@ from .evaluation import evaluate_accuracy
 from .model import init_lenet_params, lenet
 from .parameters import get_params
 from .splitting import shard_ranges, split_batch
+from .threads import thread_budget
 
 # Per-example loss; d2l's chapter uses the same.
 cross_entropy = gluon.loss.SoftmaxCrossEntropyLoss()
@@ -98,6 +99,7 @@ def train_batch(
         ``algorithm`` that returns a value instead of summing in place.
     """
     check_step(X, y, device_params, devices, lr, accumulate)
+    thread_budget(devices)  # one device uses every core, k share them
     grads = [[p.grad for p in params] for params in device_params]
     losses, corrects, sums = [], [], None
     for X_micro, y_micro in micro_batches(X, y, accumulate):

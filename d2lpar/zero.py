@@ -20,6 +20,7 @@ from .model import lenet
 from .optim import compute_grads
 from .schedules import all_gather_schedule, reduce_scatter_schedule
 from .splitting import shard_ranges, split_batch
+from .threads import thread_budget
 from .training import cross_entropy
 
 
@@ -125,6 +126,7 @@ def train_batch_zero(
     ValueError
         If replicas, states and devices are not one per device.
     """
+    thread_budget(devices)  # cores per device, as train_batch
     check_devices(devices, 'train_batch_zero')
     k = len(devices)
     if not len(device_params) == len(zero_states) == k:

@@ -18,5 +18,9 @@ scripts/chapter-notebooks.sh "$venv" _build/extra/notebooks
 # student notebooks only (make test-slow runs the teacher's)
 scripts/make-homework.sh "$venv"
 start=$(date +%s)
-"$venv/bin/jupyter-book" build . --all -W --keep-going
+# The log is kept: it says how long each chapter took to execute.
+"$venv/bin/jupyter-book" build . --all -W --keep-going 2>&1 \
+    | tee _build/book-build.log
+echo "book: seconds per chapter (from _build/book-build.log):"
+grep "Executed notebook in" _build/book-build.log || true
 echo "book: built _build/html in $(( $(date +%s) - start )) s${D2LPAR_QUICK:+ (quick mode)}"

@@ -6,11 +6,14 @@ import d2lpar as dp
 
 
 def test_full_by_default(monkeypatch):
-    """Without D2LPAR_QUICK the book trains 10 epochs on all data."""
+    """Without D2LPAR_QUICK the book trains 10 epochs on the first
+    FULL_NUM_TRAIN images, and the page sentence gives the number."""
     monkeypatch.delenv('D2LPAR_QUICK', raising=False)
     s = dp.book_settings()
-    assert (s.quick, s.num_epochs, s.num_train) == (False, 10, None)
+    assert (s.quick, s.num_epochs) == (False, 10)
+    assert s.num_train == dp.book.FULL_NUM_TRAIN < 60000
     assert 'full settings' in s.describe()
+    assert f'{dp.book.FULL_NUM_TRAIN:,}' in s.describe()
 
 
 def test_quick_mode_says_so(monkeypatch):

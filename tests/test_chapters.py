@@ -28,6 +28,8 @@ PLOTTING = {
     'concise.md',
     'horovod.md',
     'several-hosts.md',
+    'scaling.md',
+    'overlap.md',
 }
 IMAGE_TYPES = {'image/png', 'image/svg+xml'}
 

@@ -8,12 +8,15 @@ in the same run:
   copy+add floor, 4 KB to 64 MB;
 - :mod:`d2lpar.bench.step`: one LeNet step on 1 and 2 devices, with
   MXNet's default scratch pool and with d2lpar's;
+- :mod:`d2lpar.bench.train`: training the way d2l does vs the library's
+  default path, on 1, 2 and 4 devices, beside the FLOP limit, and a
+  profile of the step;
 - :mod:`d2lpar.bench.engines`: parameter server vs Horovod, step time
   and loopback bytes;
 - :mod:`d2lpar.bench.timing`: the one in-process timing loop (allreduce,
   step).
 """
 
-from . import allreduce, engines, step, timing
+from . import allreduce, engines, step, timing, train
 
-__all__ = ['allreduce', 'engines', 'step', 'timing']
+__all__ = ['allreduce', 'engines', 'step', 'timing', 'train']

@@ -123,18 +123,52 @@ def _in_fresh_process(env, fn, args, timeout):
     """``fn(*args)`` in a new Python process started with ``env`` added.
 
     A spawned process copies ``os.environ`` as it stands at the start, so
-    the variables are set around the start and restored after it.
+    the variables are set around the start and restored after it. The
+    child is an ordinary (not daemonic) process, so ``fn`` may start
+    processes of its own (d2l's data loader does).
     """
     saved = {name: os.environ.get(name) for name in env}
     os.environ.update(env)
+    context = multiprocessing.get_context('spawn')
+    receive, send = context.Pipe(duplex=False)
+    child = context.Process(target=_child, args=(send, fn, args))
     try:
-        context = multiprocessing.get_context('spawn')
-        with context.Pool(1) as pool:
-            result = pool.apply_async(fn, args)
-            return result.get(timeout)
+        child.start()
     finally:
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+    send.close()
+    try:
+        if not receive.poll(timeout):
+            raise TimeoutError(
+                f'{fn.__name__}{args} took longer than {timeout} s in a '
+                f'fresh process; it was stopped (pass a larger timeout '
+                f'if the machine is just slow)'
+            )
+        ok, value = receive.recv()
+    except EOFError:
+        ok, value = (
+            False,
+            RuntimeError(
+                f'{fn.__name__}{args}: the fresh process died without a '
+                f'result (exit code {child.exitcode})'
+            ),
+        )
+    finally:
+        if child.is_alive():  # timed out: stop it, never leave it running
+            child.kill()
+        child.join()
+    if not ok:
+        raise value
+    return value
+
+
+def _child(send, fn, args):
+    """Run ``fn(*args)`` and send ``(ok, result or exception)`` back."""
+    try:
+        send.send((True, fn(*args)))
+    except BaseException as err:  # noqa: BLE001  (the parent re-raises it)
+        send.send((False, err))

@@ -1,0 +1,183 @@
+"""How many cores each CPU device may use: one device all, k devices a share.
+
+MXNet runs the operators of each CPU context on that context's own
+worker thread, and each operator (a convolution, a matrix product)
+splits its work over as many OpenMP threads as that worker thread's
+OpenMP setting allows. MXNet starts every worker at one thread, so by
+default one device uses one core however many the machine has, and "two
+devices vs one" compares two cores with one.
+
+:func:`thread_budget` gives one CPU device every core and k >= 2 CPU
+devices one thread each: on this book's 2-core machine, all of it either
+way. MXNet has no per-context setting for this (``OMP_NUM_THREADS`` is
+read once, for all threads, and ``MXSetNumOMPThreads`` only sets the
+calling thread), so the budget is applied where it takes effect: a tiny
+operation pushed to each device's worker thread through MXNet's engine
+(``MXEnginePushSync``) calls OpenMP's ``omp_set_num_threads`` there.
+
+Why k devices do not get ``cores // k`` threads each, and why not simply
+set ``OMP_NUM_THREADS``: two CPU contexts would then run OpenBLAS's
+threaded matrix product (``np.dot``) at the same time, and the OpenMP
+build of OpenBLAS that MXNet's wheel ships shares its thread buffers
+between concurrent threaded calls: both callers spin in ``exec_blas``
+forever (seen in a debugger; this is the "2 contexts + OMP_NUM_THREADS=2
+hangs" trap). One thread per device never calls the threaded product,
+and ``tests/test_threads.py`` runs the trap's setting under the budget.
+On a machine with more cores than devices this leaves cores idle.
+"""
+
+import ctypes
+import functools
+import os
+import threading
+import warnings
+
+import mxnet as mx
+
+# The budget each context's worker thread has now, as set by this module
+# (MXNet starts every worker at 1 unless OMP_NUM_THREADS says otherwise).
+_APPLIED = {}
+# Non-empty once the "no OpenMP" warning was given.
+_WARNED = []
+# The engine calls back a C function; ctypes needs these signatures.
+_SYNC_FUNC = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
+
+
+class _Context(ctypes.Structure):
+    """MXNet's C++ ``Context``: the device type and id (what a handle is)."""
+
+    _fields_ = [('dev_type', ctypes.c_int), ('dev_id', ctypes.c_int32)]
+
+
+def available_cores():
+    """The cores this process may run on (its CPU affinity, where known)."""
+    if hasattr(os, 'sched_getaffinity'):  # Linux
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def total_threads():
+    """Threads to share out: ``OMP_NUM_THREADS`` if set, else every core."""
+    value = os.environ.get('OMP_NUM_THREADS', '').split(',')[0].strip()
+    if value.isdigit() and int(value) > 0:
+        return int(value)
+    return available_cores()
+
+
+@functools.lru_cache(maxsize=1)
+def _openmp():
+    """The OpenMP runtime MXNet loaded (libgomp), or None."""
+    try:
+        with open('/proc/self/maps') as maps:  # the libraries loaded
+            paths = [line.split()[-1] for line in maps]
+    except OSError:  # not Linux: no way to find it here
+        return None
+    for path in paths:
+        if 'libgomp' in os.path.basename(path):
+            return ctypes.CDLL(path)
+    return None
+
+
+def run_on_worker(ctx, fn, timeout=600):
+    """Run ``fn()`` on the engine's worker thread of CPU context ``ctx``.
+
+    Returns once it has run (after the work already queued on ``ctx``),
+    without ``npx.waitall()``: a budget changes rarely, once per call of
+    :func:`d2lpar.train` and not per step, and other devices need not
+    finish their work for it.
+    """
+    done = threading.Event()
+
+    def call(run_context, param):
+        try:
+            fn()
+        finally:
+            done.set()
+
+    callback = _SYNC_FUNC(call)
+    handle = _Context(ctx.device_typeid, ctx.device_id)
+    status = mx.base._LIB.MXEnginePushSync(
+        callback, None, None, ctypes.byref(handle),
+        None, 0, None, 0, None, 0, None,
+    )  # fmt: skip
+    if status != 0:
+        raise RuntimeError(mx.base.py_str(mx.base._LIB.MXGetLastError()))
+    # Keeps callback and handle alive until the engine has called it.
+    if not done.wait(timeout):
+        raise RuntimeError(
+            f'run_on_worker: the worker of {ctx} did not run the call '
+            f'within {timeout} s; is an earlier operation stuck?'
+        )
+
+
+def worker_threads(ctx):
+    """OpenMP threads the worker of CPU context ``ctx`` uses now.
+
+    Parameters
+    ----------
+    ctx : mxnet.Context
+        A CPU context.
+
+    Returns
+    -------
+    int
+        What ``omp_get_max_threads()`` says on that context's worker
+        thread: the number of threads its next operator may use.
+    """
+    openmp = _openmp()
+    if openmp is None:
+        return 1
+    seen = []
+    run_on_worker(ctx, lambda: seen.append(openmp.omp_get_max_threads()))
+    return seen[0]
+
+
+def thread_budget(devices):
+    """Let one CPU device use every core, and k devices one thread each.
+
+    Called by :func:`d2lpar.train_batch` (so by every trainer of the
+    library) and cheap when nothing changes. GPU contexts are skipped.
+
+    Parameters
+    ----------
+    devices : list of mxnet.Context
+        The devices about to train together.
+
+    Returns
+    -------
+    dict
+        ``{context: threads}`` for each CPU context of ``devices``:
+        :func:`total_threads` for a single CPU context, 1 each for
+        several.
+
+    Examples
+    --------
+    >>> import d2lpar as dp
+    >>> dp.thread_budget(dp.devices(2))
+    {cpu(0): 1, cpu(1): 1}
+    """
+    cpus = [d for d in devices if d.device_type == 'cpu']
+    if not cpus:
+        return {}
+    # More than one thread per device only when no other device can call
+    # OpenBLAS at the same time (see the module docstring).
+    share = total_threads() if len(cpus) == 1 else 1
+    budget = {ctx: share for ctx in cpus}
+    if all(_APPLIED.get(ctx) == share for ctx in cpus):
+        return budget
+    openmp = _openmp()
+    if openmp is None:  # not Linux, or an MXNet built without OpenMP
+        if _WARNED:  # once, not at every step
+            return {ctx: 1 for ctx in cpus}
+        _WARNED.append(True)
+        warnings.warn(
+            'thread_budget: no OpenMP runtime (libgomp) found in this '
+            "process, so each CPU device keeps MXNet's default of one "
+            'thread; training works, only slower on several cores',
+            stacklevel=2,
+        )
+        return {ctx: 1 for ctx in cpus}
+    for ctx in cpus:
+        run_on_worker(ctx, lambda: openmp.omp_set_num_threads(share))
+        _APPLIED[ctx] = share
+    return budget

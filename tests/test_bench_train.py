@@ -1,0 +1,140 @@
+"""d2lpar.bench.train: d2l's way vs the library's, beside the FLOP limit."""
+
+import multiprocessing
+import time
+
+import numpy as onp
+import pytest
+from mxnet import np
+
+import d2lpar as dp
+from d2lpar.bench import step as bench_step
+from d2lpar.bench import train as bt
+from tests.conftest import write_fashion_dir
+
+
+def test_lenet_flops_counts_every_product():
+    """Multiply-adds of LeNet's layers, from their output sizes (26x26 and
+    9x9 after the convolutions): forward once, backward twice, less the
+    first layer's input gradient; 2 operations each."""
+    macs = [20 * 1 * 3 * 3 * 26 * 26, 50 * 20 * 5 * 5 * 9 * 9, 800 * 128,
+            128 * 10]  # fmt: skip
+    expected = 2 * (3 * sum(macs) - macs[0])
+    assert bt.lenet_flops() == expected
+    assert bt.lenet_flops(256) == 256 * expected
+    conv = 2 * (2 * macs[0] + 3 * macs[1])
+    assert bt.lenet_flops(layers='conv') == conv
+    assert bt.lenet_flops(layers='dense') == expected - conv
+
+
+def _batch(n, seed=0):
+    rng = onp.random.default_rng(seed)
+    X = np.array(rng.uniform(size=(n, 1, 28, 28)), dtype='float32')
+    y = np.array(rng.integers(0, 10, n), dtype='int32')
+    return X, y
+
+
+def test_d2l_allreduce_leaves_the_sum_everywhere():
+    devices = dp.devices(3)
+    data = [np.full((5,), i + 1.0, ctx=d) for i, d in enumerate(devices)]
+    bt.d2l_allreduce(data)
+    for a in data:
+        assert onp.allclose(a.asnumpy(), 6.0)
+
+
+def test_d2l_step_is_the_library_step():
+    """The baseline trains the same model the same way: after 3 steps on
+    2 devices its parameters equal train_batch's (float tolerance)."""
+    devices = dp.devices(2)
+    X, y = _batch(32)
+    finals = []
+    for step in (bt.d2l_train_batch, dp.train_batch):
+        params = dp.init_lenet_params(0, 0.1)
+        replicas = [dp.get_params(params, d) for d in devices]
+        for _ in range(3):
+            step(X, y, replicas, devices, 0.1)
+        finals.append([p.asnumpy() for p in replicas[1]])
+    for a, b in zip(*finals):
+        assert onp.allclose(a, b, atol=1e-5)
+
+
+def test_compare_training_rejects_an_unknown_path():
+    with pytest.raises(ValueError, match="unknown path 'fast'"):
+        bt.compare_training((1,), paths=('fast',))
+
+
+PROFILE_TABLE = """Profile Statistics:
+operator
+=================
+Name                          Total Count        Time (ms)    Min Time (ms)    Max Time (ms)    Avg Time (ms)
+----                          -----------        ---------    -------------    -------------    -------------
+_backward_Convolution                  20         575.2400           8.6020          53.6180          28.7620
+Pooling                                20         242.9100           4.5430          19.8110          12.1455
+
+"""
+
+
+def test_operator_ms_divides_totals_by_steps_largest_first():
+    ops = bt._operator_ms(PROFILE_TABLE, 10)
+    assert list(ops) == ['_backward_Convolution', 'Pooling']
+    assert ops['Pooling'] == pytest.approx(24.291)
+
+
+def test_format_training_ratios():
+    rows = [
+        dict(path='d2l', devices=1, ms_per_step=100.0, limit_ms=20.0,
+             ratio=5.0, rounds=[100.0]),
+        dict(path='d2lpar', devices=1, ms_per_step=50.0, limit_ms=20.0,
+             ratio=2.5, rounds=[50.0]),
+    ]  # fmt: skip
+    text = bt.format_training(
+        dict(rows=rows, flops_per_step=3.4e9, gflops=170.0, cores=2,
+             batch_size=256)
+    )  # fmt: skip
+    last = text.splitlines()[-1].split()
+    assert last[-2:] == ['2.50x', '2.00x']  # x limit, speed-up vs d2l
+
+
+def _starts_a_process():
+    child = multiprocessing.get_context('spawn').Process(
+        target=time.sleep, args=(0,)
+    )
+    child.start()
+    child.join()
+    return child.exitcode
+
+
+def _raises():
+    raise KeyError('from the child')
+
+
+def test_fresh_process_may_start_processes_and_passes_errors_back():
+    # d2l's loader starts worker processes: a daemonic child could not.
+    assert bench_step._in_fresh_process({}, _starts_a_process, (), 120) == 0
+    with pytest.raises(KeyError, match='from the child'):
+        bench_step._in_fresh_process({}, _raises, (), 120)
+
+
+def test_fresh_process_that_runs_too_long_is_stopped():
+    start = time.monotonic()
+    with pytest.raises(TimeoutError, match='sleep'):
+        bench_step._in_fresh_process({}, time.sleep, (60,), 3)
+    assert time.monotonic() - start < 30
+
+
+@pytest.mark.slow
+def test_compare_training_measures_each_path_and_device_count(
+    isolated_data, monkeypatch
+):
+    write_fashion_dir(str(isolated_data / 'fm'), n_train=64, n_test=16)
+    monkeypatch.setenv('D2LPAR_DATA', str(isolated_data / 'fm'))
+    result = bt.compare_training((1, 2), batch_size=16, steps=2, rounds=1)
+    rows = result['rows']
+    assert sorted((r['path'], r['devices']) for r in rows) == [
+        ('d2l', 1), ('d2l', 2), ('d2lpar', 1), ('d2lpar', 2)
+    ]  # fmt: skip
+    limit = 1000 * bt.lenet_flops(16) / (result['gflops'] * 1e9)
+    for r in rows:
+        assert r['limit_ms'] == pytest.approx(limit)
+        assert r['ratio'] == pytest.approx(r['ms_per_step'] / limit)
+        assert r['ms_per_step'] == r['rounds'][0]
