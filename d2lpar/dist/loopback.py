@@ -10,6 +10,7 @@ after is exactly what the job sent, TCP/IP headers included.
 that runs inside the namespace; with a RATE such as ``100mbit`` it first
 limits the namespace's loopback (:mod:`d2lpar.dist.netem`).
 """
+
 import json
 import os
 import shutil
@@ -84,8 +85,14 @@ def run_counting_bytes(command, timeout, rate=None):
         return _run(command, timeout), None
     with tempfile.TemporaryDirectory() as tmp:
         report = os.path.join(tmp, 'bytes.json')
-        inner = [sys.executable, '-c', _INNER, report,
-                 *([rate] if rate else []), '--']
+        inner = [
+            sys.executable,
+            '-c',
+            _INNER,
+            report,
+            *([rate] if rate else []),
+            '--',
+        ]
         status = _run(prefix + inner + list(command), timeout)
         if not os.path.exists(report):
             return status, None
@@ -112,7 +119,7 @@ def main(argv=None):
     """Inside the namespace: bring ``lo`` up, run the job, write bytes."""
     argv = sys.argv[1:] if argv is None else argv
     split = argv.index('--')  # REPORT [RATE] -- COMMAND...
-    report, rate, command = argv[0], argv[1:split], argv[split + 1:]
+    report, rate, command = argv[0], argv[1:split], argv[split + 1 :]
     subprocess.run(['ip', 'link', 'set', 'lo', 'up'], check=True)
     if rate:
         subprocess.run(tbf_command('lo', rate[0]), check=True)

@@ -13,6 +13,7 @@ network without any hardware:
 Both need root (or user namespaces) and the ``ip`` and ``tc`` programs;
 :func:`why_not` says what is missing where they cannot run.
 """
+
 import collections
 import json
 import os
@@ -21,7 +22,7 @@ import shutil
 import subprocess
 
 SUBNET = '10.99.0'  # the emulated hosts are 10.99.0.1, 10.99.0.2, ...
-DEVICE = 'veth0'    # each host's end of the link
+DEVICE = 'veth0'  # each host's end of the link
 _UNITS = {'kbit': 1e3, 'mbit': 1e6, 'gbit': 1e9}
 
 # One emulated host: its address and the command prefix that runs a
@@ -40,8 +41,10 @@ def parse_rate(rate):
     """
     match = re.fullmatch(r'([0-9.]+)(kbit|mbit|gbit)', str(rate).lower())
     if not match:
-        raise ValueError(f'rate {rate!r} is not a tc rate; write e.g. '
-                         f'100mbit, 1gbit or 10gbit')
+        raise ValueError(
+            f'rate {rate!r} is not a tc rate; write e.g. '
+            f'100mbit, 1gbit or 10gbit'
+        )
     return float(match.group(1)) * _UNITS[match.group(2)]
 
 
@@ -54,8 +57,21 @@ def tbf_command(device, rate):
     below what was asked.
     """
     burst = max(2**20, int(parse_rate(rate) / 8 * 0.01))
-    return ['tc', 'qdisc', 'add', 'dev', device, 'root', 'tbf', 'rate',
-            rate, 'burst', str(burst), 'latency', '50ms']
+    return [
+        'tc',
+        'qdisc',
+        'add',
+        'dev',
+        device,
+        'root',
+        'tbf',
+        'rate',
+        rate,
+        'burst',
+        str(burst),
+        'latency',
+        '50ms',
+    ]
 
 
 def why_not(hosts=1):
@@ -65,14 +81,21 @@ def why_not(hosts=1):
         return f'the programs {", ".join(missing)} are not installed'
     if hosts > 1 and os.geteuid() != 0:
         return 'two emulated hosts need root (ip netns add)'
-    probe = ['unshare', '--net', 'sh', '-c',
-             'ip link set lo up && ' + ' '.join(tbf_command('lo', '1gbit'))]
+    probe = [
+        'unshare',
+        '--net',
+        'sh',
+        '-c',
+        'ip link set lo up && ' + ' '.join(tbf_command('lo', '1gbit')),
+    ]
     if os.geteuid() != 0:
         probe.insert(1, '--map-root-user')
     run = subprocess.run(probe, capture_output=True, text=True)
     if run.returncode != 0:
-        return (f'this machine refused a network namespace with a '
-                f'rate-limited loopback: {run.stderr.strip()}')
+        return (
+            f'this machine refused a network namespace with a '
+            f'rate-limited loopback: {run.stderr.strip()}'
+        )
     return None
 
 
@@ -98,33 +121,64 @@ class EmulatedHosts:
 
     def __init__(self, rate=None, count=2):
         if count != 2:
-            raise ValueError(f'EmulatedHosts: count must be 2 (one veth '
-                             f'link), got {count}')
+            raise ValueError(
+                f'EmulatedHosts: count must be 2 (one veth link), got {count}'
+            )
         self.rate = rate
         self.names = [f'd2lpar-{os.getpid()}-{i}' for i in range(count)]
-        self.hosts = [Host(f'{SUBNET}.{i + 1}',
-                           ('ip', 'netns', 'exec', name))
-                      for i, name in enumerate(self.names)]
+        self.hosts = [
+            Host(f'{SUBNET}.{i + 1}', ('ip', 'netns', 'exec', name))
+            for i, name in enumerate(self.names)
+        ]
 
     def __enter__(self):
         try:
             for name in self.names:
                 _ip('netns', 'add', name)
-            _ip('link', 'add', DEVICE, 'netns', self.names[0], 'type',
-                'veth', 'peer', 'name', DEVICE, 'netns', self.names[1])
+            _ip(
+                'link',
+                'add',
+                DEVICE,
+                'netns',
+                self.names[0],
+                'type',
+                'veth',
+                'peer',
+                'name',
+                DEVICE,
+                'netns',
+                self.names[1],
+            )
             for host, name in zip(self.hosts, self.names):
-                _ip('-n', name, 'addr', 'add', f'{host.address}/24',
-                    'dev', DEVICE)
+                _ip(
+                    '-n',
+                    name,
+                    'addr',
+                    'add',
+                    f'{host.address}/24',
+                    'dev',
+                    DEVICE,
+                )
                 _ip('-n', name, 'link', 'set', DEVICE, 'up')
                 _ip('-n', name, 'link', 'set', 'lo', 'up')
                 if self.rate:
-                    subprocess.run(['ip', 'netns', 'exec', name,
-                                    *tbf_command(DEVICE, self.rate)],
-                                   check=True, capture_output=True)
+                    subprocess.run(
+                        [
+                            'ip',
+                            'netns',
+                            'exec',
+                            name,
+                            *tbf_command(DEVICE, self.rate),
+                        ],
+                        check=True,
+                        capture_output=True,
+                    )
         except subprocess.CalledProcessError as e:
             self.__exit__()
-            raise RuntimeError(f'could not build the emulated hosts: '
-                               f'{" ".join(e.cmd)}: {e.stderr}') from e
+            raise RuntimeError(
+                f'could not build the emulated hosts: '
+                f'{" ".join(e.cmd)}: {e.stderr}'
+            ) from e
         self.start = self.link_bytes()
         return self
 
@@ -132,9 +186,12 @@ class EmulatedHosts:
         """Bytes sent so far over the link, both directions together."""
         total = 0
         for name in self.names:
-            out = subprocess.run(['ip', '-n', name, '-s', '-j', 'link',
-                                  'show', DEVICE], check=True,
-                                 capture_output=True, text=True).stdout
+            out = subprocess.run(
+                ['ip', '-n', name, '-s', '-j', 'link', 'show', DEVICE],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
             total += json.loads(out)[0]['stats64']['tx']['bytes']
         return total
 
@@ -144,5 +201,4 @@ class EmulatedHosts:
 
     def __exit__(self, *exc):
         for name in self.names:
-            subprocess.run(['ip', 'netns', 'del', name],
-                           capture_output=True)
+            subprocess.run(['ip', 'netns', 'del', name], capture_output=True)
