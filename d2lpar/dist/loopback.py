@@ -14,10 +14,13 @@ limits the namespace's loopback (:mod:`d2lpar.dist.netem`).
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
+from .launch import Stopped, _signal_group, _stop_on_signals
 from .netem import parse_rate, tbf_command, why_not
 
 
@@ -105,14 +108,40 @@ _INNER = 'import sys; from d2lpar.dist.loopback import main; sys.exit(main())'
 
 
 def _run(command, timeout):
-    # Own session, so a timeout can stop the job's whole process tree.
+    """Run ``command`` in a session of its own; return its status.
+
+    On time-out (status 124), and when this process gets SIGTERM or
+    SIGINT, the whole session is stopped: SIGTERM first, so that
+    ``horovodrun`` can stop the workers it started in sessions of their
+    own, then SIGKILL. A signal is then delivered again to this process,
+    as if it had come now (SIGINT raises KeyboardInterrupt).
+    """
     proc = subprocess.Popen(command, start_new_session=True)
     try:
-        return proc.wait(timeout=timeout)
+        with _stop_on_signals():
+            return proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, 9)
-        proc.wait()
+        _stop(proc)
         return 124
+    except Stopped as e:
+        _stop(proc)
+        os.kill(os.getpid(), e.signum)  # the handler is restored now
+        raise  # a handler that ignores the signal: stop here anyway
+
+
+def _stop(proc, grace=15.0):
+    """SIGTERM ``proc``'s session, wait for it to end, then SIGKILL."""
+    _signal_group(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        proc.poll()  # reap it: a zombie would keep its group alive
+        try:
+            os.killpg(proc.pid, 0)  # anyone left in the group?
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    _signal_group(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 def main(argv=None):
