@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 
 SUBNET = '10.99.0'  # the emulated hosts are 10.99.0.1, 10.99.0.2, ...
 DEVICE = 'veth0'  # each host's end of the link
@@ -48,15 +49,24 @@ def parse_rate(rate):
     return float(match.group(1)) * _UNITS[match.group(2)]
 
 
+# The smallest bucket that passes one loopback packet (64 KiB) with its
+# headers: a smaller one stalls every transfer.
+MIN_BURST = 2**16 + 2**12
+
+
 def tbf_command(device, rate):
     """The ``tc`` command that limits ``device``'s sending to ``rate``.
 
-    The bucket holds at least 1 MB, and 10 ms of traffic at high rates:
-    a bucket smaller than one packet (64 KiB on loopback) stalls every
-    transfer, and one the timer cannot refill fast enough caps the rate
-    below what was asked.
+    A token bucket lets a burst of up to ``burst`` bytes leave at memory
+    speed whenever the link was idle long enough to refill it. A bucket
+    of a megabyte, as tc examples use, would let LeNet's whole 0.5 MB of
+    gradients pass at once after every compute phase: the rate would cap
+    only the average, and a step would never wait for the link. A real
+    link makes every message wait its bytes over the rate, so the bucket
+    holds one largest packet (:data:`MIN_BURST`), or 1 ms of traffic at
+    rates where that is more (so the timer can keep up).
     """
-    burst = max(2**20, int(parse_rate(rate) / 8 * 0.01))
+    burst = max(MIN_BURST, int(parse_rate(rate) / 8 * 1e-3))
     return [
         'tc',
         'qdisc',
@@ -180,7 +190,18 @@ class EmulatedHosts:
                 f'{" ".join(e.cmd)}: {e.stderr}'
             ) from e
         self.start = self.link_bytes()
+        self.ssh_dir = _write_ssh(dict(zip(self.hosts, self.names)))
         return self
+
+    def ssh_env(self):
+        """Variables under which ``ssh HOST CMD`` runs CMD on that host.
+
+        ``horovodrun -H`` starts its remote workers with ``ssh``; here
+        a stand-in, first on ``PATH``, runs the command in the host's
+        namespace instead (:func:`_write_ssh`).
+        """
+        path = os.environ.get('PATH', os.defpath)
+        return {'PATH': f'{self.ssh_dir}{os.pathsep}{path}'}
 
     def link_bytes(self):
         """Bytes sent so far over the link, both directions together."""
@@ -200,5 +221,40 @@ class EmulatedHosts:
         return self.link_bytes() - self.start
 
     def __exit__(self, *exc):
+        shutil.rmtree(getattr(self, 'ssh_dir', ''), ignore_errors=True)
         for name in self.names:
             subprocess.run(['ip', 'netns', 'del', name], capture_output=True)
+
+
+# ssh's options that take a value, before or after the host.
+_SSH = """#!/bin/sh
+# ssh HOST COMMAND for d2lpar's emulated hosts: run COMMAND in HOST's
+# network namespace, as sshd would run it in the host's shell.
+skip() { case "$1" in -[oipFlJ]) echo 2;; -*) echo 1;; *) echo 0;; esac; }
+while [ $# -gt 0 ] && [ "$(skip "$1")" != 0 ]; do shift "$(skip "$1")"; done
+host=$1; shift
+while [ $# -gt 0 ] && [ "$(skip "$1")" != 0 ]; do shift "$(skip "$1")"; done
+case "$host" in
+%s
+  *) echo "ssh (d2lpar stand-in): no emulated host $host" >&2; exit 255;;
+esac
+exec ip netns exec "$ns" sh -c "$*"
+"""
+
+
+def ssh_script(namespaces):
+    """The ``ssh`` stand-in for ``{host: namespace name}``, as text."""
+    cases = '\n'.join(
+        f'  {host.address}) ns={name};;' for host, name in namespaces.items()
+    )
+    return _SSH % cases
+
+
+def _write_ssh(namespaces):
+    """A folder holding an ``ssh`` stand-in for ``{host: namespace}``."""
+    folder = tempfile.mkdtemp(prefix='d2lpar-ssh-')
+    path = os.path.join(folder, 'ssh')
+    with open(path, 'w') as f:
+        f.write(ssh_script(namespaces))
+    os.chmod(path, 0o755)
+    return folder
