@@ -107,7 +107,16 @@ def run_counting_bytes(command, timeout, rate=None):
 _INNER = 'import sys; from d2lpar.dist.loopback import main; sys.exit(main())'
 
 
-def _run(command, timeout):
+def run_with_env(command, timeout, env=None):
+    """Run ``command`` with ``env`` added to this process's variables.
+
+    Like the job of :func:`run_counting_bytes`: its own session, stopped
+    whole on time-out (status 124), SIGTERM or SIGINT.
+    """
+    return _run(command, timeout, dict(os.environ, **(env or {})))
+
+
+def _run(command, timeout, env=None):
     """Run ``command`` in a session of its own; return its status.
 
     On time-out (status 124), and when this process gets SIGTERM or
@@ -116,7 +125,7 @@ def _run(command, timeout):
     own, then SIGKILL. A signal is then delivered again to this process,
     as if it had come now (SIGINT raises KeyboardInterrupt).
     """
-    proc = subprocess.Popen(command, start_new_session=True)
+    proc = subprocess.Popen(command, start_new_session=True, env=env)
     try:
         with _stop_on_signals():
             return proc.wait(timeout=timeout)
