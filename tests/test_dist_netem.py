@@ -217,3 +217,37 @@ def test_ssh_stand_in_runs_the_command_on_that_host():
             ['ssh', '10.1.2.3', 'true'], env=env, capture_output=True
         )
         assert unknown.returncode == 255
+
+
+def test_network_plot_draws_each_setup_and_the_placed_model_once():
+    """One measured and one model line per setup; the model with arrays
+    as placed only where it differs from the model (2 servers)."""
+    rows = []
+    for engine, servers, hosts in [
+        ('kvstore', 1, 2),
+        ('kvstore', 2, 2),
+        ('horovod', None, 1),
+    ]:
+        for rate in ('1gbit', '100mbit'):
+            predicted = 0.1 + 1e7 / netem.parse_rate(rate)
+            placed = None
+            if hosts == 2:
+                placed = predicted * (2 if servers == 2 else 1)
+            rows.append(
+                dict(
+                    engine=engine,
+                    servers=servers,
+                    hosts=hosts,
+                    rate=rate,
+                    sec_per_step=predicted * 1.1,
+                    predicted=predicted,
+                    placed=placed,
+                )
+            )
+    fig = dp.figures.plot_network(rows)
+    labels = [line.get_label() for line in fig.axes[0].get_lines()]
+    assert len(labels) == 3 * 2 + 1
+    assert [x for x in labels if 'as placed' in x] == [
+        '2 hosts, PS 2 servers: model, arrays as placed'
+    ]
+    assert '1 host, Horovod: measured' in labels
