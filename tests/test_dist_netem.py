@@ -251,3 +251,36 @@ def test_network_plot_draws_each_setup_and_the_placed_model_once():
         '2 hosts, PS 2 servers: model, arrays as placed'
     ]
     assert '1 host, Horovod: measured' in labels
+
+
+def network_row(rate, measured, predicted, placed=None, servers=1):
+    return dict(
+        engine='kvstore',
+        servers=servers,
+        hosts=2,
+        rate=rate,
+        sec_per_step=measured,
+        predicted=predicted,
+        placed=placed,
+        compute=0.1,
+    )
+
+
+def test_explanations_tell_the_reasons_apart():
+    """Within 25%; the placed model where it differs; faster than the
+    model; and a fixed cost, measured at the fastest rate, after which
+    the transfers agree (0.45 - 0.1 - 0.05 = 0.3 s against 0.25 s)."""
+    rows = [
+        network_row('1gbit', 0.20, 0.15),  # fastest: 50 ms fixed cost
+        network_row('100mbit', 0.45, 0.35),
+    ]
+    fixed, slow = be.explain_network(rows)
+    assert 'the 50 ms are a cost per step the model leaves out' in fixed
+    assert "transfers took 300 ms against the model's 250 ms" in slow
+    assert slow.endswith('which agree within 25%.')
+    placed = network_row('1gbit', 0.21, 0.1, placed=0.2, servers=2)
+    (text,) = be.explain_network([placed])
+    assert 'server 0 holds 515 of the 516 kB' in text
+    assert text.endswith('within 25% of it.')
+    (fast,) = be.explain_network([network_row('1gbit', 0.1, 0.2)])
+    assert 'faster than the model' in fast

@@ -530,3 +530,76 @@ def format_network(rows):
             f'{r["bytes_per_step"] / 1e6:11.2f}'
         )
     return '\n'.join(lines)
+
+
+def explain_network(rows, close=0.25):
+    """One sentence per :func:`measure_network` row: model against
+    measurement, and where they differ by more than ``close``, why.
+
+    Three reasons are told apart: MXNet's placement of whole arrays
+    (the row's ``placed`` model); transfers that overlap each other and
+    the compute (faster than the model); and a fixed cost per step the
+    model leaves out, measured as the excess at the fastest rate of the
+    same setup, after which the transfers alone are compared.
+    """
+    return [_explain(r, rows, close) for r in rows]
+
+
+def _explain(r, rows, close):
+    text = (
+        f'{setup_name(r)} at {r["rate"]}: {1e3 * r["sec_per_step"]:.0f} '
+        f'ms against {1e3 * r["predicted"]:.0f} ms predicted'
+    )
+    model = r['predicted']
+    if r.get('placed') and abs(r['placed'] / model - 1) > close:
+        text += (
+            f'; MXNet puts each array smaller than {BIGARRAY_BOUND:,} '
+            f'elements whole on one server (key times 9973, modulo the '
+            f'servers), so server 0 holds '
+            f'{max(server_bytes(r["servers"])) / 1e3:.0f} of the '
+            f'{gradient_bytes() / 1e3:.0f} kB (every weight matrix), not '
+            f'half: with the bytes as placed the model gives '
+            f'{1e3 * r["placed"]:.0f} ms'
+        )
+        model = r['placed']
+    if abs(r['sec_per_step'] / model - 1) <= close:
+        return text + f', within {close:.0%} of it.'
+    same = [q for q in rows if setup_name(q) == setup_name(r)]
+    fastest = max(same, key=lambda q: netem.parse_rate(q['rate']))
+    fixed = fastest['sec_per_step'] - (
+        fastest.get('placed') or fastest['predicted']
+    )
+    if r['sec_per_step'] < model:
+        return text + (
+            '; faster than the model: the transfers of successive arrays '
+            'overlap each other and the compute, where the model adds '
+            'them up.'
+        )
+    if len(same) == 1:
+        return text + (
+            '; only one rate was measured for it (a quick build), so the '
+            'cost per step that the model leaves out cannot be told apart '
+            'from the transfers.'
+        )
+    if r is fastest:
+        return text + (
+            f'; at this, its fastest rate, transfers cost little, so the '
+            f'{1e3 * fixed:.0f} ms are a cost per step the model leaves '
+            f"out (the processes' own work: four or more processes share "
+            f"this machine's cores with the compute)."
+        )
+    transfer = r['sec_per_step'] - r['compute'] - max(fixed, 0.0)
+    modelled = model - r['compute']
+    text += (
+        f'; less the {1e3 * max(fixed, 0.0):.0f} ms it also took at its '
+        f'fastest rate (a cost per step the model leaves out), the '
+        f"transfers took {1e3 * transfer:.0f} ms against the model's "
+        f'{1e3 * modelled:.0f} ms, '
+    )
+    if abs(transfer / modelled - 1) <= close:
+        return text + f'which agree within {close:.0%}.'
+    rate = netem.parse_rate(r['rate']) * modelled / max(transfer, 1e-9)
+    return text + (
+        f'which still differ by more than {close:.0%}: the link behaved '
+        f'like one of {rate / 1e6:.0f} Mbit/s.'
+    )
