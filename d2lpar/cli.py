@@ -403,8 +403,7 @@ def _bench(args):
             args.hosts,
             args.workers,
             args.batch_size,
-            # Horovod on two hosts is not possible yet (see the page)
-            engines=be.available_engines() if args.hosts == 1 else ['kvstore'],
+            engines=be.available_engines(),
         )
         print(be.format_network(rows))
     else:

@@ -193,3 +193,19 @@ def test_signal_to_the_wrapper_stops_every_horovod_process(tmp_path, sig):
     assert wrapper.returncode == -sig
     time.sleep(1)
     assert processes_with(token) == []
+
+
+@pytest.mark.skipif(
+    dp.dist.netem.why_not(2) is not None,
+    reason='two emulated hosts need root here',
+)
+def test_horovod_runs_across_two_emulated_hosts():
+    """The printed multi-host command, horovodrun -H HOST1:1,HOST2:1,
+    trains across two namespaces (ssh stand-in, per-host /etc/hosts),
+    and its ring sends about N per step each way over the link."""
+    row = be.run_job('horovod', 2, 64, 8 * 128, 64, 120, hosts=2)
+    assert row['steps'] == 8
+    n = be.gradient_bytes()
+    # 2(k-1)/k N per worker per step, both ways: 2N over the link per
+    # step, plus start-up and evaluation (a bound, not a count).
+    assert 8 * 2 * n <= row['bytes'] < 8 * 2 * n * 1.6

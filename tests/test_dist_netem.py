@@ -195,8 +195,10 @@ def test_horovod_command_lists_every_host():
 )
 def test_ssh_stand_in_runs_the_command_on_that_host():
     """`ssh [options] HOST [options] CMD`, as horovodrun writes it, runs
-    CMD in HOST's namespace; an unknown host fails as ssh does (255)."""
+    CMD in HOST's namespace, where the machine's name resolves to that
+    host's address; an unknown host fails as ssh does (255)."""
     import os
+    import socket
     import subprocess
 
     with netem.EmulatedHosts(None) as net:
@@ -213,6 +215,13 @@ def test_ssh_stand_in_runs_the_command_on_that_host():
                 timeout=30,
             )
             assert f'inet {host.address}/24' in run.stdout
+            # Its own name resolves to its own address (Gloo needs it).
+            name = subprocess.run(
+                [*host.prefix, 'getent', 'hosts', socket.gethostname()],
+                capture_output=True,
+                text=True,
+            )
+            assert name.stdout.split()[0] == host.address
         unknown = subprocess.run(
             ['ssh', '10.1.2.3', 'true'], env=env, capture_output=True
         )

@@ -33,16 +33,6 @@ from ..parameters import get_params
 PY = sys.executable
 
 
-# Why the book measures Horovod on one host only (see run_job).
-TWO_HOST_HOROVOD = (
-    'horovodrun starts both workers across the two namespaces (through '
-    'the ssh stand-in), but Gloo then aborts in rank 0: it is told to '
-    'reach rank 1 at 127.0.0.1 (gloo::IoException, connection refused) '
-    'although both ranks were given --network-interfaces veth0. The '
-    'cause is not found yet, so such a job only runs into its time limit'
-)
-
-
 def gradient_bytes():
     """Bytes of LeNet's gradients (float32): the ``N`` of the cost model."""
     sizes = [1] * len(LENET_SHAPES)
@@ -462,8 +452,6 @@ def measure_network(
     reason = netem.why_not(hosts)
     if reason:
         raise RuntimeError(f'cannot emulate the network here: {reason}')
-    if hosts > 1 and 'horovod' in engines:
-        raise RuntimeError(f'Horovod on two hosts: {TWO_HOST_HOROVOD}')
     if compute is None:  # seconds of a step without communication
         compute = compute_seconds(batch_size)
     setups = [(e, s) for e in engines if e == 'kvstore' for s in servers]

@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import tempfile
 
@@ -191,6 +192,8 @@ class EmulatedHosts:
             ) from e
         self.start = self.link_bytes()
         self.ssh_dir = _write_ssh(dict(zip(self.hosts, self.names)))
+        for host, name in zip(self.hosts, self.names):
+            _write_hosts(name, host.address)
         return self
 
     def ssh_env(self):
@@ -223,6 +226,8 @@ class EmulatedHosts:
     def __exit__(self, *exc):
         shutil.rmtree(getattr(self, 'ssh_dir', ''), ignore_errors=True)
         for name in self.names:
+            shutil.rmtree(os.path.join(ETC_NETNS, name), ignore_errors=True)
+        for name in self.names:
             subprocess.run(['ip', 'netns', 'del', name], capture_output=True)
 
 
@@ -240,6 +245,24 @@ case "$host" in
 esac
 exec ip netns exec "$ns" sh -c "$*"
 """
+
+
+# ``ip netns exec NAME`` shows the files in ETC_NETNS/NAME as /etc's.
+ETC_NETNS = '/etc/netns'
+
+
+def _write_hosts(name, address):
+    """Make this machine's name resolve to ``address`` on host ``name``.
+
+    On a real host the machine's own name resolves to its address on
+    the network; here every namespace would resolve it to 127.0.0.1,
+    which programs that advertise their address by name (Gloo) would
+    then hand to the other host.
+    """
+    folder = os.path.join(ETC_NETNS, name)
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, 'hosts'), 'w') as f:
+        f.write(f'127.0.0.1 localhost\n{address} {socket.gethostname()}\n')
 
 
 def ssh_script(namespaces):
