@@ -293,3 +293,32 @@ def test_explanations_tell_the_reasons_apart():
     assert text.endswith('within 25% of it.')
     (fast,) = be.explain_network([network_row('1gbit', 0.1, 0.2)])
     assert 'faster than the model' in fast
+
+
+def test_horovod_explanation_checks_bytes_before_blaming_time():
+    """Two-host Horovod off the model, with the bytes per step as the
+    model counts them (2(k-1)N): the explanation compares with the two
+    directions of the link taking turns (twice the transfer time)."""
+    n = be.gradient_bytes()
+    rows = [
+        dict(
+            engine='horovod',
+            workers=2,
+            servers=None,
+            hosts=2,
+            rate=rate,
+            sec_per_step=measured,
+            predicted=predicted,
+            placed=None,
+            compute=0.05,
+            bytes_per_step=2.1 * n,
+        )
+        for rate, measured, predicted in [
+            ('1gbit', 0.09, 0.05),  # 40 ms fixed cost
+            ('100mbit', 0.17, 0.09),  # transfers 80 ms, model 40 ms
+        ]
+    ]
+    text = be.explain_network(rows)[1]
+    assert 'the model would give 80 ms, which fits.' in text
+    rows[1]['bytes_per_step'] = 4 * n  # more bytes: no such claim
+    assert 'took turns' not in be.explain_network(rows)[1]

@@ -20,7 +20,7 @@ import time
 
 from mxnet import npx
 
-from ..costmodel import allreduce_time
+from ..costmodel import allreduce_time, engine_bytes
 from ..data import load_fashion_mnist
 from ..dist import netem
 from ..dist.engines import ENGINES
@@ -473,6 +473,7 @@ def measure_network(
             rows.append(
                 {
                     'engine': engine,
+                    'workers': workers,
                     'servers': s,
                     'hosts': hosts,
                     'rate': rate,
@@ -592,7 +593,32 @@ def _explain(r, rows, close):
     if abs(transfer / modelled - 1) <= close:
         return text + f'which agree within {close:.0%}.'
     rate = netem.parse_rate(r['rate']) * modelled / max(transfer, 1e-9)
-    return text + (
+    text += (
         f'which still differ by more than {close:.0%}: the link behaved '
-        f'like one of {rate / 1e6:.0f} Mbit/s.'
+        f'like one of {rate / 1e6:.0f} Mbit/s'
     )
+    sent = engine_bytes('horovod', r.get('workers', 2), gradient_bytes())
+    if (
+        r['engine'] == 'horovod'
+        and r['hosts'] > 1
+        and r.get('bytes_per_step')
+        and abs(r['bytes_per_step'] / sent[0] - 1) <= close
+    ):
+        # The ring's model lets both directions of the link carry their
+        # share at once; with the bytes as the model counts them, compare
+        # with the two directions taking turns.
+        turns = 2 * modelled
+        verdict = (
+            'which fits'
+            if abs(transfer / turns - 1) <= close
+            else 'which does not fit either'
+        )
+        text += (
+            f'. The bytes crossing the link, {r["bytes_per_step"] / 1e6:.2f}'
+            f" MB per step, are within {close:.0%} of the model's "
+            f'{sent[0] / 1e6:.2f} MB, so the time is lost elsewhere: if '
+            f'the two directions took turns instead '
+            f'of overlapping, the model would give {1e3 * turns:.0f} ms, '
+            f'{verdict}'
+        )
+    return text + '.'
