@@ -8,7 +8,9 @@ network without any hardware:
   loopback is limited by a token-bucket filter,
   ``tc qdisc add dev lo root tbf rate 100mbit burst 1mb latency 50ms``;
 - two hosts: two namespaces joined by a virtual Ethernet pair (veth),
-  each end with its own address, each direction limited the same way.
+  each end with its own address, each direction limited the same way;
+  each resolves the machine's name to its own address, and an ``ssh``
+  stand-in lets ``horovodrun -H`` start workers on the other host.
 
 Both need root (or user namespaces) and the ``ip`` and ``tc`` programs;
 :func:`why_not` says what is missing where they cannot run.
