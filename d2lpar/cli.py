@@ -452,6 +452,7 @@ def _bench(args):
             args.hosts,
             args.workers,
             args.batch_size,
+            engines=be.available_engines(),
         )
         print(be.format_network(rows))
     else:

@@ -422,31 +422,29 @@ def plot_engines(rows, nbytes):
 def plot_network(rows):
     """Measured step time against the cost model over emulated rates.
 
-    Taught in the chapter on several hosts. One line per placement
-    (hosts, servers): dots are measured, dashes the model's prediction
-    (compute alone plus the model's transfers), from the rows of
-    :func:`d2lpar.bench.engines.measure_network`.
+    Taught in the chapter on several hosts. One color per setup (hosts,
+    engine, servers): dots are measured, dashes the model's prediction
+    (compute alone plus the model's transfers), dots-and-dashes the
+    model with the bytes each parameter server really holds, from the
+    rows of :func:`d2lpar.bench.engines.measure_network`.
 
     Returns
     -------
     matplotlib.figure.Figure
     """
+    from .bench.engines import setup_name
     from .dist.netem import parse_rate
 
-    fig, ax = plt.subplots(figsize=(5.5, 3.2))
-    groups = sorted({(r['hosts'], r['servers']) for r in rows})
-    for i, (hosts, servers) in enumerate(groups):
+    fig, ax = plt.subplots(figsize=(8, 3.4))
+    names = list(dict.fromkeys(setup_name(r) for r in rows))
+    for i, label in enumerate(names):
         mine = sorted(
-            (
-                r
-                for r in rows
-                if (r['hosts'], r['servers']) == (hosts, servers)
-            ),
+            (r for r in rows if setup_name(r) == label),
             key=lambda r: parse_rate(r['rate']),
         )
         x = [parse_rate(r['rate']) / 1e6 for r in mine]
-        color = DEVICE_COLORS[i % len(DEVICE_COLORS)]
-        label = f'{hosts} host(s), {servers} server(s)'
+        # past the device colors, matplotlib's own cycle: no repeats
+        color = DEVICE_COLORS[i] if i < len(DEVICE_COLORS) else f'C{i}'
         ax.plot(
             x,
             [1e3 * r['sec_per_step'] for r in mine],
@@ -461,9 +459,20 @@ def plot_network(rows):
             color=color,
             label=f'{label}: model',
         )
+        placed = [r.get('placed') for r in mine]
+        if None not in placed and any(  # drawn where it tells more
+            abs(p / r['predicted'] - 1) > 0.05 for p, r in zip(placed, mine)
+        ):
+            ax.plot(
+                x,
+                [1e3 * p for p in placed],
+                '-.',
+                color=color,
+                label=f'{label}: model, arrays as placed',
+            )
     ax.set_xscale('log')
     ax.set_xlabel('link rate (Mbit/s)')
     ax.set_ylabel('ms per step')
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc='upper left', bbox_to_anchor=(1.02, 1))
     fig.tight_layout()
     return fig

@@ -241,6 +241,50 @@ def test_plain_script_exiting_with_a_status_ends_the_job():
     assert 'exited with status 3' in err
 
 
+@pytest.mark.parametrize(
+    'shell, status, message',
+    [
+        ('{py} {script} raise; echo the shell went on', 1, 'user bug'),
+        ('{py} {script} exit', 3, 'SystemExit: 3'),
+    ],
+    ids=['raise-then-shell-exits-0', 'exit-3'],
+)
+def test_python_inside_a_shell_command_ends_the_job(
+    tmp_path, shell, status, message
+):
+    """A worker command that is not `python ...`: a shell script that
+    starts a user's script, which fails after creating the kvstore. The
+    job ends with the Python process's status and error, even when the
+    shell around it goes on and exits 0."""
+    script = tmp_path / 'user.py'
+    script.write_text(
+        FOREVER.replace(
+            'print("ready", flush=True)',
+            'print("ready", flush=True)\n'
+            'import sys\n'
+            'if kv.rank == 1 and sys.argv[1] == "exit": sys.exit(3)\n'
+            'if kv.rank == 1: raise KeyError("user bug")',
+        )
+    )
+    run_sh = tmp_path / 'run.sh'
+    run_sh.write_text(shell.format(py=PY, script=script) + '\n')
+    job = Job(['bash', str(run_sh)])
+    job.wait_for('] ready', times=2)
+    err = job.end(time.monotonic())
+    assert job.proc.returncode == status
+    assert f'that exited with status {status}' in err
+    assert message in err
+
+
+def test_a_command_without_python_failing_ends_the_job():
+    """A worker command that is no Python at all and exits 3."""
+    job = Job(['sh', '-c', 'echo starting; exit 3'])
+    job.wait_for('starting')
+    err = job.end(time.monotonic())
+    assert job.proc.returncode == 3
+    assert 'exited with status 3' in err
+
+
 def test_resume_from_a_corrupt_checkpoint_names_it(tmp_path):
     """--resume with a truncated checkpoint: the job ends at once with an
     error naming the file and saying what to do."""

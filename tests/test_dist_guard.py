@@ -2,6 +2,7 @@
 interpreter's shutdown would block (as ps-lite's finalize barrier does).
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -10,7 +11,7 @@ import time
 import pytest
 
 from d2lpar.dist import guard
-from d2lpar.dist.launch import guarded, is_python
+from d2lpar.dist.launch import guard_env, guarded, is_python
 
 PY = sys.executable
 # A non-daemon thread blocks interpreter shutdown forever, like ps-lite's
@@ -95,3 +96,65 @@ def test_launcher_guards_python_commands_only():
     for command in (['bash', 'run.sh'], [PY, '-u', 'train.py'], [PY]):
         assert guarded(command) == command
     assert is_python('/usr/bin/python3') and not is_python('pythonista')
+
+
+def run_in_job_env(command, tmp_path):
+    """Run ``command`` with the variables the launcher gives a job."""
+    env = dict(os.environ, **guard_env(str(tmp_path)))
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,  # as the launcher starts each process
+    )
+    out, _ = proc.communicate(timeout=60)
+    reports = [json.loads(p.read_text()) for p in tmp_path.glob('*.json')]
+    return proc, out, reports, time.monotonic() - start
+
+
+@pytest.mark.parametrize(
+    'tail, status, message',
+    [
+        ('raise KeyError("bug")', 1, "KeyError: 'bug'"),
+        ('import sys; sys.exit(3)', 3, 'SystemExit: 3'),
+        ('exit(4)', 4, 'SystemExit: 4'),
+    ],
+)
+def test_python_inside_a_shell_ends_and_reports(
+    tmp_path, tail, status, message
+):
+    """Python started by a shell (no guard.py on its command line) still
+    ends in seconds although its shutdown blocks, and reports its pid,
+    status and error to the launcher's folder, even when the shell
+    around it exits 0."""
+    script = tmp_path / 'user.py'
+    script.write_text(BLOCK + tail + '\n')
+    shell, out, reports, took = run_in_job_env(
+        ['sh', '-c', f'{PY} {script}; echo shell went on'], tmp_path
+    )
+    assert took < 30
+    assert shell.returncode == 0 and out == 'shell went on\n'
+    assert len(reports) == 1 and reports[0]['status'] == status
+    assert message in '\n'.join(reports[0]['error'])
+    # The launcher finds the command by its process group.
+    assert reports[0]['group'] == shell.pid != reports[0]['pid']
+
+
+def test_python_inside_a_shell_succeeding_shuts_down_as_usual(tmp_path):
+    """In a job's environment a program that succeeds runs its atexit
+    handlers and writes no report."""
+    code = 'import atexit; atexit.register(print, "shutdown ran")'
+    shell, out, reports, _ = run_in_job_env(
+        ['sh', '-c', f"{PY} -c '{code}'"], tmp_path
+    )
+    assert shell.returncode == 0 and out == 'shutdown ran\n'
+    assert reports == []
+
+
+def test_the_job_environment_keeps_the_users_pythonpath(tmp_path, monkeypatch):
+    """guard_env puts the guard's folder first and keeps PYTHONPATH."""
+    monkeypatch.setenv('PYTHONPATH', '/x')
+    path = guard_env(str(tmp_path))['PYTHONPATH'].split(os.pathsep)
+    assert path[0].endswith('guard_site') and path[1:] == ['/x']

@@ -4,9 +4,12 @@ Selected with ``-m horovod`` (``make test-horovod`` builds Horovod first).
 Every job runs under a time limit.
 """
 
+import os
+import signal
 import subprocess
 import sys
 import time
+import uuid
 
 import pytest
 from conftest import write_fashion_dir
@@ -135,3 +138,74 @@ def test_killed_worker_ends_the_job_and_leaves_a_checkpoint(tmp_path):
     assert epoch >= 1 and [p.shape for p in params] == [
         shape for _, shape in dp.LENET_SHAPES
     ]
+
+
+def processes_with(token):
+    """Pids of the processes whose environment holds ``token``."""
+    found = []
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f'/proc/{entry}/environ', 'rb') as f:
+                if token.encode() in f.read():
+                    found.append(int(entry))
+        except OSError:  # ended while we looked, or a zombie
+            continue
+    return found
+
+
+@pytest.mark.parametrize('sig', [signal.SIGTERM, signal.SIGINT])
+def test_signal_to_the_wrapper_stops_every_horovod_process(tmp_path, sig):
+    """SIGTERM or SIGINT to a process that runs horovodrun through the
+    project's wrapper (run_counting_bytes, as `bench engines` does) ends
+    it within 30 s, and no process of the job survives: not horovodrun,
+    not the workers it starts in sessions of their own."""
+    root = tmp_path / 'data'
+    write_fashion_dir(root, n_train=64, n_test=16)
+    args = ['--epochs', '100000', '--batch-size', '16', '--data', str(root)]
+    code = (
+        'from d2lpar.bench.engines import engine_command\n'
+        'from d2lpar.dist.loopback import run_counting_bytes\n'
+        f'run_counting_bytes(engine_command("horovod", 2, {args!r}), 300)\n'
+    )
+    token = f'd2lpar-test-{uuid.uuid4().hex}'
+    wrapper = subprocess.Popen(
+        [PY, '-c', code],
+        env=dict(os.environ, D2LPAR_TEST_TOKEN=token),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    for line in wrapper.stdout:
+        if 'epoch 2:' in line:
+            break
+    assert len(processes_with(token)) >= 4  # wrapper, horovodrun, 2 workers
+    start = time.monotonic()
+    wrapper.send_signal(sig)
+    try:
+        wrapper.communicate(timeout=60)
+    finally:
+        wrapper.kill()
+    assert time.monotonic() - start < 30
+    # Ended by the signal itself, as with no handler (python ends an
+    # uncaught KeyboardInterrupt by SIGINT too).
+    assert wrapper.returncode == -sig
+    time.sleep(1)
+    assert processes_with(token) == []
+
+
+@pytest.mark.skipif(
+    dp.dist.netem.why_not(2) is not None,
+    reason='two emulated hosts need root here',
+)
+def test_horovod_runs_across_two_emulated_hosts():
+    """The printed multi-host command, horovodrun -H HOST1:1,HOST2:1,
+    trains across two namespaces (ssh stand-in, per-host /etc/hosts),
+    and its ring sends about N per step each way over the link."""
+    row = be.run_job('horovod', 2, 64, 8 * 128, 64, 120, hosts=2)
+    assert row['steps'] == 8
+    n = be.gradient_bytes()
+    # 2(k-1)/k N per worker per step, both ways: 2N over the link per
+    # step, plus start-up and evaluation (a bound, not a count).
+    assert 8 * 2 * n <= row['bytes'] < 8 * 2 * n * 1.6

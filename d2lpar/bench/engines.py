@@ -20,12 +20,12 @@ import time
 
 from mxnet import npx
 
-from ..costmodel import allreduce_time
+from ..costmodel import allreduce_time, engine_bytes
 from ..data import load_fashion_mnist
 from ..dist import netem
 from ..dist.engines import ENGINES
 from ..dist.launch import launch
-from ..dist.loopback import run_counting_bytes
+from ..dist.loopback import run_counting_bytes, run_with_env
 from ..dist.worker import worker_step
 from ..model import LENET_SHAPES, init_lenet_params
 from ..parameters import get_params
@@ -56,7 +56,9 @@ def _horovodrun():
     return here if os.path.exists(here) else shutil.which('horovodrun')
 
 
-def engine_command(engine, workers, worker_args, timeout=600, servers=1):
+def engine_command(
+    engine, workers, worker_args, timeout=600, servers=1, hosts=None
+):
     """The command that starts ``workers`` workers on ``engine``.
 
     Parameters
@@ -67,6 +69,10 @@ def engine_command(engine, workers, worker_args, timeout=600, servers=1):
         Arguments for ``python -m d2lpar worker``.
     timeout : float, optional
         The launcher's time limit (parameter server).
+    servers : int, optional
+    hosts : list of d2lpar.dist.netem.Host, optional
+        Horovod: the hosts for ``-H`` (workers dealt evenly), reached
+        over their :data:`d2lpar.dist.netem.DEVICE`; default this one.
 
     Returns
     -------
@@ -86,6 +92,20 @@ def engine_command(engine, workers, worker_args, timeout=600, servers=1):
             '--timeout',
             str(timeout),
             '--',
+            *worker,
+        ]
+    if engine == 'horovod' and hosts:
+        slots = -(-workers // len(hosts))
+        listed = ','.join(f'{h.address}:{slots}' for h in hosts)
+        return [
+            _horovodrun() or 'horovodrun',
+            '-np',
+            str(workers),
+            '-H',
+            listed,
+            '--gloo',
+            '--network-interfaces',
+            netem.DEVICE,
             *worker,
         ]
     if engine == 'horovod':
@@ -143,11 +163,18 @@ def run_job(
         command = engine_command(engine, workers, args, timeout, servers)
         if hosts == 1:
             status, sent = run_counting_bytes(command, timeout + 30, rate)
-        elif engine != 'kvstore':
-            raise RuntimeError(
-                'two emulated hosts run the parameter '
-                'server only (horovodrun needs ssh)'
-            )
+        elif engine == 'horovod':
+            with netem.EmulatedHosts(rate) as net:
+                # horovodrun on the first host; ssh reaches the second.
+                command = engine_command(
+                    engine, workers, args, hosts=net.hosts
+                )
+                status = run_with_env(
+                    [*net.hosts[0].prefix, *command],
+                    timeout + 30,
+                    net.ssh_env(),
+                )
+                sent = net.sent()
         else:
             with netem.EmulatedHosts(rate) as net:
                 status = launch(
@@ -290,7 +317,83 @@ def model_shape(servers, hosts):
     return 'naive' if servers == 1 else 'sharded'
 
 
-def predict_step(compute, rate, servers=1, hosts=1, workers=2, latency=50e-6):
+def model_transfer(engine, servers, hosts, workers, bandwidth, latency):
+    """Seconds the cost model gives one step's transfers.
+
+    The parameter server follows :func:`model_shape`. Horovod's ring
+    sends ``2(k-1)`` messages of ``N/k`` per worker; on two hosts each
+    host's link carries its worker's messages (the ``'ring'`` shape), on
+    one host every worker's messages share the one loopback.
+    """
+    n = gradient_bytes()
+    if engine == 'kvstore':
+        return allreduce_time(
+            model_shape(servers, hosts), workers, n, bandwidth, latency
+        )
+    if engine != 'horovod':
+        raise ValueError(f'unknown engine {engine!r}: use kvstore or horovod')
+    if hosts == 1:
+        messages = 2 * (workers - 1) * workers
+        return messages * (latency + n / workers / bandwidth)
+    return allreduce_time('ring', workers, n, bandwidth, latency)
+
+
+# MXNet's kvstore puts an array smaller than this many elements whole on
+# one server (MXNET_KVSTORE_BIGARRAY_BOUND); larger ones are cut evenly.
+BIGARRAY_BOUND = 1_000_000
+
+
+def server_bytes(servers):
+    """Bytes of LeNet's gradients each parameter server holds.
+
+    MXNet (``kvstore_dist.h``) sends the array under key ``i`` whole to
+    server ``(i * 9973) % servers`` when it has fewer than
+    :data:`BIGARRAY_BOUND` elements, and cuts larger ones evenly. The
+    worker stores parameter ``i`` under key ``i``.
+    """
+    held = [0.0] * servers
+    for key, (_, shape) in enumerate(LENET_SHAPES):
+        size = 1
+        for d in shape:
+            size *= d
+        if size < BIGARRAY_BOUND:
+            held[key * 9973 % servers] += 4 * size
+        else:
+            held = [h + 4 * size / servers for h in held]
+    return held
+
+
+def placed_transfer(servers, bandwidth, hosts=2, workers=2, latency=50e-6):
+    """Seconds of a parameter-server step's transfers, array by array.
+
+    Server ``s`` and worker ``w`` sit on hosts ``s % hosts`` and
+    ``w % hosts`` (:func:`d2lpar.dist.launch.job_plan`). In the push
+    phase each host's link sends the bytes its workers push to servers
+    on other hosts; in the pull phase the same bytes come back. The
+    busiest link of each phase sets its pace, as in the cost model, but
+    with the bytes each server really holds (:func:`server_bytes`)
+    rather than an even share.
+    """
+    held = server_bytes(servers)
+    push, pull = [0.0] * hosts, [0.0] * hosts
+    for w in range(workers):
+        for s, nbytes in enumerate(held):
+            if w % hosts != s % hosts:  # crosses the link
+                push[w % hosts] += nbytes
+                pull[s % hosts] += nbytes
+    messages = 2 * len(LENET_SHAPES)  # a push and a pull per array
+    return messages * latency + (max(push) + max(pull)) / bandwidth
+
+
+def predict_step(
+    compute,
+    rate,
+    servers=1,
+    hosts=1,
+    workers=2,
+    latency=50e-6,
+    engine='kvstore',
+):
     """Predicted seconds per step: compute plus the model's transfers.
 
     Parameters
@@ -301,16 +404,14 @@ def predict_step(compute, rate, servers=1, hosts=1, workers=2, latency=50e-6):
     rate : str
         The link's rate (``'100mbit'``).
     servers, hosts, workers : int, optional
+        ``servers`` counts for the parameter server only.
     latency : float, optional
         Seconds per message (alpha).
+    engine : {'kvstore', 'horovod'}, optional
     """
     bandwidth = netem.parse_rate(rate) / 8
-    return compute + allreduce_time(
-        model_shape(servers, hosts),
-        workers,
-        gradient_bytes(),
-        bandwidth,
-        latency,
+    return compute + model_transfer(
+        engine, servers, hosts, workers, bandwidth, latency
     )
 
 
@@ -323,55 +424,83 @@ def measure_network(
     steps=20,
     num_test=256,
     timeout=300,
+    engines=('kvstore',),
+    compute=None,
 ):
     """Step time on an emulated network at each rate, and the model's.
 
-    One job per (servers, rate). Returns a list of dicts: ``servers``,
-    ``hosts``, ``rate``, ``sec_per_step`` (measured), ``predicted``,
-    ``compute`` (seconds without communication), ``bytes_per_step``
-    (bytes of the whole job over its steps: an upper bound that
-    includes start-up and evaluation).
+    One job per (engine, servers, rate): the parameter server with each
+    number of ``servers``, Horovod once per rate. Returns a list of
+    dicts: ``engine``, ``servers`` (None for Horovod), ``hosts``,
+    ``rate``, ``sec_per_step`` (measured), ``predicted`` (the cost
+    model), ``placed`` (the parameter server on two hosts: the model
+    with the bytes each server really holds, :func:`placed_transfer`;
+    else None), ``compute``
+    (seconds without communication), ``bytes_per_step`` (bytes of the
+    whole job over its steps: an upper bound that includes start-up and
+    evaluation). ``compute`` is :func:`compute_seconds` (measured here
+    unless given).
 
     Raises
     ------
     RuntimeError
         Where this machine cannot emulate the network (see
-        :func:`d2lpar.dist.netem.why_not`).
+        :func:`d2lpar.dist.netem.why_not`), or a job fails.
     """
     for rate in rates:
         netem.parse_rate(rate)  # a typo fails here, not in a job
     reason = netem.why_not(hosts)
     if reason:
         raise RuntimeError(f'cannot emulate the network here: {reason}')
-    compute = compute_seconds(batch_size)
+    if compute is None:  # seconds of a step without communication
+        compute = compute_seconds(batch_size)
+    setups = [(e, s) for e in engines if e == 'kvstore' for s in servers]
+    setups += [(e, None) for e in engines if e != 'kvstore']
     rows = []
-    for s in servers:
+    for engine, s in setups:
         for rate in rates:
             job = run_job(
-                'kvstore',
+                engine,
                 workers,
                 batch_size,
                 steps * batch_size * workers,
                 num_test,
                 timeout,
-                s,
+                s or 1,
                 rate,
                 hosts,
             )
             rows.append(
                 {
+                    'engine': engine,
+                    'workers': workers,
                     'servers': s,
                     'hosts': hosts,
                     'rate': rate,
                     'sec_per_step': job['seconds'] / job['steps'],
                     'predicted': predict_step(
-                        compute, rate, s, hosts, workers
+                        compute, rate, s, hosts, workers, engine=engine
                     ),
+                    'placed': compute
+                    + placed_transfer(
+                        s, netem.parse_rate(rate) / 8, hosts, workers
+                    )
+                    if engine == 'kvstore' and hosts > 1
+                    else None,
                     'compute': compute,
                     'bytes_per_step': job['bytes'] / job['steps'],
                 }
             )
     return rows
+
+
+def setup_name(row):
+    """``'2 hosts, PS 1 server'`` or ``'1 host, Horovod'`` for a row."""
+    where = f'{row["hosts"]} host{"s" if row["hosts"] > 1 else ""}'
+    if row['engine'] == 'horovod':
+        return f'{where}, Horovod'
+    s = row['servers']
+    return f'{where}, PS {s} server{"s" if s > 1 else ""}'
 
 
 def format_network(rows):
@@ -382,14 +511,114 @@ def format_network(rows):
         f'{1e3 * rows[0]["compute"]:.1f} ms per step'
         if rows
         else '',
-        f'{"hosts":>5} {"servers":>7} {"rate":>8} {"ms/step":>8} '
+        f'{"setup":>22} {"rate":>8} {"ms/step":>8} '
         f'{"model":>7} {"ratio":>6} {"job MB/step":>11}',
     ]
     for r in rows:
         lines.append(
-            f'{r["hosts"]:>5} {r["servers"]:>7} {r["rate"]:>8} '
+            f'{setup_name(r):>22} {r["rate"]:>8} '
             f'{1e3 * r["sec_per_step"]:8.1f} {1e3 * r["predicted"]:7.1f} '
             f'{r["sec_per_step"] / r["predicted"]:6.2f} '
             f'{r["bytes_per_step"] / 1e6:11.2f}'
         )
     return '\n'.join(lines)
+
+
+def explain_network(rows, close=0.25):
+    """One sentence per :func:`measure_network` row: model against
+    measurement, and where they differ by more than ``close``, why.
+
+    Three reasons are told apart: MXNet's placement of whole arrays
+    (the row's ``placed`` model); transfers that overlap each other and
+    the compute (faster than the model); and a fixed cost per step the
+    model leaves out, measured as the excess at the fastest rate of the
+    same setup, after which the transfers alone are compared.
+    """
+    return [_explain(r, rows, close) for r in rows]
+
+
+def _explain(r, rows, close):
+    text = (
+        f'{setup_name(r)} at {r["rate"]}: {1e3 * r["sec_per_step"]:.0f} '
+        f'ms against {1e3 * r["predicted"]:.0f} ms predicted'
+    )
+    model = r['predicted']
+    if abs(r['sec_per_step'] / model - 1) <= close:
+        return text + f', within {close:.0%} of it.'
+    if r.get('placed') and abs(r['placed'] / model - 1) > 0.05:
+        text += (
+            f'; MXNet puts each array smaller than {BIGARRAY_BOUND:,} '
+            f'elements whole on one server (key times 9973, modulo the '
+            f'servers), so server 0 holds '
+            f'{max(server_bytes(r["servers"])) / 1e3:.0f} of the '
+            f'{gradient_bytes() / 1e3:.0f} kB (every weight matrix), not '
+            f'half: with the bytes as placed the model gives '
+            f'{1e3 * r["placed"]:.0f} ms'
+        )
+        model = r['placed']
+    if abs(r['sec_per_step'] / model - 1) <= close:
+        return text + f', within {close:.0%} of it.'
+    same = [q for q in rows if setup_name(q) == setup_name(r)]
+    fastest = max(same, key=lambda q: netem.parse_rate(q['rate']))
+    fixed = fastest['sec_per_step'] - (
+        fastest.get('placed') or fastest['predicted']
+    )
+    if r['sec_per_step'] < model:
+        return text + (
+            '; faster than the model: the transfers of successive arrays '
+            'overlap each other and the compute, where the model adds '
+            'them up.'
+        )
+    if len(same) == 1:
+        return text + (
+            '; only one rate was measured for it (a quick build), so the '
+            'cost per step that the model leaves out cannot be told apart '
+            'from the transfers.'
+        )
+    if r is fastest:
+        return text + (
+            f'; at this, its fastest rate, transfers cost little, so the '
+            f'{1e3 * fixed:.0f} ms are a cost per step the model leaves '
+            f"out (the processes' own work: four or more processes share "
+            f"this machine's cores with the compute)."
+        )
+    transfer = r['sec_per_step'] - r['compute'] - max(fixed, 0.0)
+    modelled = model - r['compute']
+    text += (
+        f'; less the {1e3 * max(fixed, 0.0):.0f} ms it also took at its '
+        f'fastest rate (a cost per step the model leaves out), the '
+        f"transfers took {1e3 * transfer:.0f} ms against the model's "
+        f'{1e3 * modelled:.0f} ms, '
+    )
+    if abs(transfer / modelled - 1) <= close:
+        return text + f'which agree within {close:.0%}.'
+    rate = netem.parse_rate(r['rate']) * modelled / max(transfer, 1e-9)
+    text += (
+        f'which still differ by more than {close:.0%}: the link behaved '
+        f'like one of {rate / 1e6:.0f} Mbit/s'
+    )
+    sent = engine_bytes('horovod', r.get('workers', 2), gradient_bytes())
+    if (
+        r['engine'] == 'horovod'
+        and r['hosts'] > 1
+        and r.get('bytes_per_step')
+        and abs(r['bytes_per_step'] / sent[0] - 1) <= close
+    ):
+        # The ring's model lets both directions of the link carry their
+        # share at once; with the bytes as the model counts them, compare
+        # with the two directions taking turns.
+        turns = 2 * modelled
+        verdict = (
+            'which fits'
+            if abs(transfer / turns - 1) <= close
+            else 'which does not fit either'
+        )
+        text += (
+            f'. The bytes crossing the link, {r["bytes_per_step"] / 1e6:.2f}'
+            f" MB per step, are within {close:.0%} of the model's "
+            f'{sent[0] / 1e6:.2f} MB, so the time is lost elsewhere: if '
+            f'the two directions took turns instead '
+            f'of overlapping, the model would give {1e3 * turns:.0f} ms, '
+            f'{verdict}'
+        )
+    return text + '.'

@@ -9,14 +9,17 @@ stopped. (MXNet's own ``tools/launch.py`` crashes on Python 3.9+, and
 ps-lite hangs rather than fails when a peer is missing or has failed, so
 the launcher has to watch.)
 """
+
 import collections
 import ctypes
+import json
 import os
 import re
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -52,17 +55,35 @@ def guarded(command):
     once with its status. Commands that are not ``python [-m M | -c C |
     SCRIPT] ...`` are returned unchanged.
     """
-    if (len(command) > 1 and is_python(command[0])
-            and (command[1] in ('-m', '-c')
-                 or not command[1].startswith('-'))):
+    if (
+        len(command) > 1
+        and is_python(command[0])
+        and (command[1] in ('-m', '-c') or not command[1].startswith('-'))
+    ):
         return [command[0], os.path.abspath(guard.__file__), *command[1:]]
     return list(command)
 
 
+def guard_env(reports):
+    """Variables that install the guard in every Python process of a job.
+
+    ``guard_site/`` goes first on ``PYTHONPATH`` (its ``sitecustomize``
+    runs :func:`d2lpar.dist.guard.install`), and failure reports go to
+    the folder ``reports``. This covers worker commands that are not
+    ``python ...``, and Python started by a shell inside one.
+    """
+    site = os.path.join(
+        os.path.dirname(os.path.abspath(guard.__file__)), 'guard_site'
+    )
+    path = [site, *filter(None, [os.environ.get('PYTHONPATH')])]
+    return {'PYTHONPATH': os.pathsep.join(path), guard.REPORTS: reports}
+
+
 def is_python(program):
     """Whether ``program`` names a Python interpreter (python, python3.11)."""
-    return re.fullmatch(r'python[0-9.]*', os.path.basename(program)) \
-        is not None
+    return (
+        re.fullmatch(r'python[0-9.]*', os.path.basename(program)) is not None
+    )
 
 
 def _die_with_parent():
@@ -83,16 +104,22 @@ def _relay(proc, name):
 
 def _start(name, command, env):
     try:
-        proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True,
-                                start_new_session=True,
-                                preexec_fn=_die_with_parent)
+        proc = subprocess.Popen(
+            command,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
     except OSError as e:  # e.g. the program does not exist
-        raise LaunchError(name, f'could not start {command[0]!r}: {e}')
+        raise LaunchError(name, f'could not start {command[0]!r}: {e}') from e
     print(f'launch: started {name} as pid {proc.pid}', flush=True)
     proc.tail = collections.deque(maxlen=TAIL_LINES)
-    proc.relay = threading.Thread(target=_relay, args=(proc, name),
-                                  daemon=True)
+    proc.relay = threading.Thread(
+        target=_relay, args=(proc, name), daemon=True
+    )
     proc.relay.start()
     return proc
 
@@ -139,14 +166,20 @@ class Stopped(Exception):
 def check_launch_args(command, workers, servers, port):
     """Raise ``ValueError`` for a job that could not run."""
     if not command:
-        raise ValueError('launch: no worker command; put it after --, '
-                         'e.g. -- python -m d2lpar worker')
+        raise ValueError(
+            'launch: no worker command; put it after --, '
+            'e.g. -- python -m d2lpar worker'
+        )
     if workers < 1 or servers < 1:
-        raise ValueError(f'launch: need at least 1 worker and 1 server, '
-                         f'got {workers} and {servers}')
+        raise ValueError(
+            f'launch: need at least 1 worker and 1 server, '
+            f'got {workers} and {servers}'
+        )
     if port is not None and not port_is_free(port):
-        raise ValueError(f'launch: port {port} on 127.0.0.1 is in use; '
-                         f'pick another or omit --port to get a free one')
+        raise ValueError(
+            f'launch: port {port} on 127.0.0.1 is in use; '
+            f'pick another or omit --port to get a free one'
+        )
 
 
 # The program every scheduler and server runs: importing MXNet with
@@ -154,8 +187,14 @@ def check_launch_args(command, workers, servers, port):
 ROLE_PROGRAM = ('python', '-c', 'import mxnet')
 
 
-def job_plan(command, workers=2, servers=1, kvstore='dist_sync',
-             port=9091, hosts=(LOCALHOST,)):
+def job_plan(
+    command,
+    workers=2,
+    servers=1,
+    kvstore='dist_sync',
+    port=9091,
+    hosts=(LOCALHOST,),
+):
     """Every process of a ps-lite job: ``(name, host, env, argv)``.
 
     The scheduler runs on the first host; servers and workers are dealt
@@ -164,17 +203,31 @@ def job_plan(command, workers=2, servers=1, kvstore='dist_sync',
     workers to wait for, its role and its own address.
     """
     root = hosts[0].address
-    common = {'DMLC_PS_ROOT_URI': root, 'DMLC_PS_ROOT_PORT': str(port),
-              'DMLC_NUM_SERVER': str(servers),
-              'DMLC_NUM_WORKER': str(workers), 'D2LPAR_KVSTORE': kvstore}
+    common = {
+        'DMLC_PS_ROOT_URI': root,
+        'DMLC_PS_ROOT_PORT': str(port),
+        'DMLC_NUM_SERVER': str(servers),
+        'DMLC_NUM_WORKER': str(workers),
+        'D2LPAR_KVSTORE': kvstore,
+    }
     roles = [('scheduler', hosts[0], 'scheduler', ROLE_PROGRAM)]
-    roles += [(f'server {i}', hosts[i % len(hosts)], 'server',
-               ROLE_PROGRAM) for i in range(servers)]
-    roles += [(f'worker {i}', hosts[i % len(hosts)], 'worker',
-               tuple(command)) for i in range(workers)]
-    return [(name, host, dict(common, DMLC_ROLE=role,
-                              DMLC_NODE_HOST=host.address), argv)
-            for name, host, role, argv in roles]
+    roles += [
+        (f'server {i}', hosts[i % len(hosts)], 'server', ROLE_PROGRAM)
+        for i in range(servers)
+    ]
+    roles += [
+        (f'worker {i}', hosts[i % len(hosts)], 'worker', tuple(command))
+        for i in range(workers)
+    ]
+    return [
+        (
+            name,
+            host,
+            dict(common, DMLC_ROLE=role, DMLC_NODE_HOST=host.address),
+            argv,
+        )
+        for name, host, role, argv in roles
+    ]
 
 
 def format_plan(plan):
@@ -187,8 +240,15 @@ def format_plan(plan):
     return '\n'.join(lines)
 
 
-def launch(command, workers=2, servers=1, kvstore='dist_sync',
-           timeout=600, port=None, hosts=None):
+def launch(
+    command,
+    workers=2,
+    servers=1,
+    kvstore='dist_sync',
+    timeout=600,
+    port=None,
+    hosts=None,
+):
     """Run ``command`` as ``workers`` ps-lite workers; return exit status.
 
     Taught in the chapter on the parameter server.
@@ -224,19 +284,29 @@ def launch(command, workers=2, servers=1, kvstore='dist_sync',
     """
     local = hosts is None
     check_launch_args(command, workers, servers, port if local else None)
-    plan = job_plan(guarded(command), workers, servers, kvstore,
-                    port or (free_port() if local else 9091),
-                    hosts or [LOCALHOST])
+    plan = job_plan(
+        guarded(command),
+        workers,
+        servers,
+        kvstore,
+        port or (free_port() if local else 9091),
+        hosts or [LOCALHOST],
+    )
     procs = {}
-    with _stop_on_signals():
+    with _stop_on_signals(), tempfile.TemporaryDirectory() as reports:
         try:
             for name, host, env, argv in plan:
                 if argv == ROLE_PROGRAM:
                     argv = (sys.executable, *argv[1:])
                 # Unbuffered: a killed worker's last lines reach us too.
-                env = dict(os.environ, **env, PYTHONUNBUFFERED='1')
+                env = dict(
+                    os.environ,
+                    **env,
+                    **guard_env(reports),
+                    PYTHONUNBUFFERED='1',
+                )
                 procs[name] = _start(name, [*host.prefix, *argv], env)
-            return _watch(procs, timeout)
+            return _watch(procs, timeout, reports)
         except LaunchError as e:
             _say(str(e))
             return 127
@@ -274,31 +344,63 @@ def _say(message):
 def describe_status(status):
     """``exited with status 3`` or ``killed by SIGKILL (status -9)``."""
     if status < 0:
-        return (f'was killed by {signal.Signals(-status).name} '
-                f'(status {status})')
+        return (
+            f'was killed by {signal.Signals(-status).name} (status {status})'
+        )
     return f'exited with status {status}'
 
 
-def _report(name, p):
+def _report(name, p, python=None):
     p.relay.join(timeout=2)  # its last lines, if it wrote any
-    lines = '\n'.join(f'  | {line}' for line in p.tail) or '  (no output)'
-    _say(f'launch: {name} (pid {p.pid}) {describe_status(p.returncode)}; '
-         f'stopping the others. Its last lines:\n{lines}')
+    lines = list(p.tail)
+    status = describe_status(p.returncode)
+    if python is not None:  # a Python process inside it failed
+        status = (
+            f'ran a Python process (pid {python["pid"]}) that '
+            f'{describe_status(python["status"])}; the command '
+            f'itself {status}'
+        )
+        lines += [line for line in python['error'] if line not in lines]
+    lines = '\n'.join(f'  | {line}' for line in lines) or '  (no output)'
+    _say(
+        f'launch: {name} (pid {p.pid}) {status}; stopping the others. '
+        f'Its last lines:\n{lines}'
+    )
 
 
-def _watch(procs, timeout):
+def _python_failures(reports):
+    """The guard's reports in ``reports``, by the process group."""
+    failures = {}
+    for entry in os.listdir(reports):
+        if entry.endswith('.json'):
+            with open(os.path.join(reports, entry)) as f:
+                report = json.load(f)
+            failures.setdefault(report['group'], report)
+    return failures
+
+
+def _watch(procs, timeout, reports):
     deadline = time.monotonic() + timeout
     worker_names = [n for n in procs if n.startswith('worker')]
     while True:
+        failed = _python_failures(reports)
         for name, p in procs.items():
-            if p.poll() not in (None, 0):
+            status = p.poll()
+            # A command that ended after a Python process in it failed
+            # failed too, even if a shell around Python exited 0.
+            python = failed.get(p.pid) if status is not None else None
+            if python is not None and python['pid'] != p.pid:
+                _report(name, p, python)
+                return python['status']
+            if status not in (None, 0):
                 _report(name, p)
-                return p.returncode if p.returncode > 0 else \
-                    128 - p.returncode
+                return status if status > 0 else 128 - status
         if all(procs[n].poll() == 0 for n in worker_names):
             return 0
         if time.monotonic() > deadline:
-            _say(f'launch: time limit of {timeout:.0f} s reached; '
-                 f'stopping every process')
+            _say(
+                f'launch: time limit of {timeout:.0f} s reached; '
+                f'stopping every process'
+            )
             return 124
         time.sleep(0.1)

@@ -10,13 +10,17 @@ after is exactly what the job sent, TCP/IP headers included.
 that runs inside the namespace; with a RATE such as ``100mbit`` it first
 limits the namespace's loopback (:mod:`d2lpar.dist.netem`).
 """
+
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
+from .launch import Stopped, _signal_group, _stop_on_signals
 from .netem import parse_rate, tbf_command, why_not
 
 
@@ -84,8 +88,14 @@ def run_counting_bytes(command, timeout, rate=None):
         return _run(command, timeout), None
     with tempfile.TemporaryDirectory() as tmp:
         report = os.path.join(tmp, 'bytes.json')
-        inner = [sys.executable, '-c', _INNER, report,
-                 *([rate] if rate else []), '--']
+        inner = [
+            sys.executable,
+            '-c',
+            _INNER,
+            report,
+            *([rate] if rate else []),
+            '--',
+        ]
         status = _run(prefix + inner + list(command), timeout)
         if not os.path.exists(report):
             return status, None
@@ -97,22 +107,57 @@ def run_counting_bytes(command, timeout, rate=None):
 _INNER = 'import sys; from d2lpar.dist.loopback import main; sys.exit(main())'
 
 
-def _run(command, timeout):
-    # Own session, so a timeout can stop the job's whole process tree.
-    proc = subprocess.Popen(command, start_new_session=True)
+def run_with_env(command, timeout, env=None):
+    """Run ``command`` with ``env`` added to this process's variables.
+
+    Like the job of :func:`run_counting_bytes`: its own session, stopped
+    whole on time-out (status 124), SIGTERM or SIGINT.
+    """
+    return _run(command, timeout, dict(os.environ, **(env or {})))
+
+
+def _run(command, timeout, env=None):
+    """Run ``command`` in a session of its own; return its status.
+
+    On time-out (status 124), and when this process gets SIGTERM or
+    SIGINT, the whole session is stopped: SIGTERM first, so that
+    ``horovodrun`` can stop the workers it started in sessions of their
+    own, then SIGKILL. A signal is then delivered again to this process,
+    as if it had come now (SIGINT raises KeyboardInterrupt).
+    """
+    proc = subprocess.Popen(command, start_new_session=True, env=env)
     try:
-        return proc.wait(timeout=timeout)
+        with _stop_on_signals():
+            return proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, 9)
-        proc.wait()
+        _stop(proc)
         return 124
+    except Stopped as e:
+        _stop(proc)
+        os.kill(os.getpid(), e.signum)  # the handler is restored now
+        raise  # a handler that ignores the signal: stop here anyway
+
+
+def _stop(proc, grace=15.0):
+    """SIGTERM ``proc``'s session, wait for it to end, then SIGKILL."""
+    _signal_group(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        proc.poll()  # reap it: a zombie would keep its group alive
+        try:
+            os.killpg(proc.pid, 0)  # anyone left in the group?
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    _signal_group(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 def main(argv=None):
     """Inside the namespace: bring ``lo`` up, run the job, write bytes."""
     argv = sys.argv[1:] if argv is None else argv
     split = argv.index('--')  # REPORT [RATE] -- COMMAND...
-    report, rate, command = argv[0], argv[1:split], argv[split + 1:]
+    report, rate, command = argv[0], argv[1:split], argv[split + 1 :]
     subprocess.run(['ip', 'link', 'set', 'lo', 'up'], check=True)
     if rate:
         subprocess.run(tbf_command('lo', rate[0]), check=True)
