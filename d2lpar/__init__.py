@@ -30,7 +30,7 @@ the CUDA build mxnet-cuXXX==1.9.1; "d2lpar[notebook]" adds Jupyter.
 Data: Fashion-MNIST is read from $D2LPAR_DATA, or pass root= to
 load_fashion_mnist (see its docstring for the other places searched).
 
-Importing d2lpar has three side effects on MXNet, all needed before its
+Importing d2lpar has two side effects on MXNet, both needed before its
 first operator runs:
 
 - ``MXNET_CPU_TEMP_COPY`` is set to ``CPU_TEMP_COPY`` (64) unless already
@@ -39,12 +39,6 @@ first operator runs:
   buffers and run one after the other (the training chapter measures it).
 - ``npx.set_np()`` (in ``d2lpar.model``): MXNet's NumPy interface, as in
   d2l, so arrays are ``mxnet.np.ndarray``.
-
-- ``OMP_WAIT_POLICY`` is set to ``PASSIVE`` unless already set: an
-  OpenMP thread that waits for its team sleeps instead of spinning, so a
-  device using several cores does not stall when another program (or
-  device) briefly takes one of them (``bench train --profile`` shows the
-  difference on a busy machine).
 
 Training through the library (``train_batch``, ``train``,
 ``train_concise``) also sets how many OpenMP threads each CPU device's
@@ -70,8 +64,6 @@ if sys.version_info[:2] != (3, 11):
 # wins. Set before MXNet is imported, which reads it.
 CPU_TEMP_COPY = '64'
 os.environ.setdefault('MXNET_CPU_TEMP_COPY', CPU_TEMP_COPY)
-# Read by the OpenMP runtime when MXNet loads it (see the docstring).
-os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
 
 try:
     import mxnet  # noqa: F401  (fail here, with a fix, not deep inside)

@@ -24,6 +24,15 @@ forever (seen in a debugger; this is the "2 contexts + OMP_NUM_THREADS=2
 hangs" trap). One thread per device never calls the threaded product,
 and ``tests/test_threads.py`` runs the trap's setting under the budget.
 On a machine with more cores than devices this leaves cores idle.
+
+Threads of one device wait for each other at the end of every operator.
+By default the OpenMP runtime spins a while before sleeping, which is the
+fastest on an idle machine (88 ms against 96-136 ms per LeNet step with
+``OMP_WAIT_POLICY=PASSIVE``, measured here side by side). When another
+program takes a core, a spinning thread holds up its partner and a step
+can take several times longer (805 ms against 154 ms for the backward
+convolutions, measured under load): on a busy machine, start Python with
+``OMP_WAIT_POLICY=PASSIVE``.
 """
 
 import ctypes
