@@ -14,7 +14,8 @@ QUICK_VAR = 'D2LPAR_QUICK'
 # The full build trains on this many images: all 60,000 would make the
 # training chapter alone take longer than the whole book's budget (at
 # about 0.1 s per step of 256 images on two cores; see its benchmark).
-FULL_NUM_TRAIN = 20_000
+# 12,800 images are 50 steps of 256 per epoch.
+FULL_NUM_TRAIN = 12_800
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,7 +61,7 @@ def book_settings():
     Returns
     -------
     BookSettings
-        10 epochs on 20,000 images (``FULL_NUM_TRAIN``), or 2 epochs
+        10 epochs on 12,800 images (``FULL_NUM_TRAIN``), or 2 epochs
         on 6,000 when ``D2LPAR_QUICK`` is set to anything but ``''`` or
         ``'0'``.
     """
