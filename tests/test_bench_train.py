@@ -138,3 +138,13 @@ def test_compare_training_measures_each_path_and_device_count(
         assert r['limit_ms'] == pytest.approx(limit)
         assert r['ratio'] == pytest.approx(r['ms_per_step'] / limit)
         assert r['ms_per_step'] == r['rounds'][0]
+
+
+def test_operator_labels_show_in_a_legend():
+    # matplotlib drops labels that start with an underscore
+    assert bt.operator_label('_backward_Convolution') == (
+        'Convolution (backward)'
+    )
+    assert bt.operator_label('_npx_relu') == 'relu'
+    assert bt.operator_label('_backward_np_dot') == 'dot (backward)'
+    assert bt.operator_label('Pooling') == 'Pooling'

@@ -524,6 +524,13 @@ def format_network(rows):
     return '\n'.join(lines)
 
 
+def _sharing(row):
+    """Which processes of a job share the cores with its compute."""
+    if row['engine'] == 'horovod':
+        return 'horovodrun and the workers'
+    return 'the scheduler, the servers and the workers'
+
+
 def explain_network(rows, close=0.25):
     """One sentence per :func:`measure_network` row: model against
     measurement, and where they differ by more than ``close``, why.
@@ -579,8 +586,8 @@ def _explain(r, rows, close):
         return text + (
             f'; at this, its fastest rate, transfers cost little, so the '
             f'{1e3 * fixed:.0f} ms are a cost per step the model leaves '
-            f"out (the processes' own work: four or more processes share "
-            f"this machine's cores with the compute)."
+            f"out (the processes' own work: {_sharing(r)} share this "
+            f"machine's cores with the compute)."
         )
     transfer = r['sec_per_step'] - r['compute'] - max(fixed, 0.0)
     modelled = model - r['compute']

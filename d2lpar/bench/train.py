@@ -515,6 +515,20 @@ def plot_training(result):
     return fig
 
 
+def operator_label(name):
+    """A legend label for an MXNet operator name.
+
+    Matplotlib leaves labels starting with ``_`` out of a legend, and
+    MXNet's backward operators are called ``_backward_...``.
+    """
+    if name.startswith('_backward_'):
+        return operator_label(name[len('_backward_') :]) + ' (backward)'
+    for prefix in ('_npx_', '_npi_', '_np_'):
+        if name.startswith(prefix):
+            return name[len(prefix) :]
+    return name
+
+
 def plot_profile(profile, top=5):
     """Stacked bars: each profiled step's costliest operators.
 
@@ -543,7 +557,7 @@ def plot_profile(profile, top=5):
         parts.append(('other', sum(ops.values()) - sum(v for _, v in parts)))
         for i, (name, ms) in enumerate(parts):
             ax.barh(row, ms, left=left, color=f'C{i}',
-                    label=name if row == 0 else None)  # fmt: skip
+                    label=operator_label(name) if row == 0 else None)  # fmt: skip
             left += ms
     ax.set_yticks(range(len(profile)))
     ax.set_yticklabels(list(profile))
