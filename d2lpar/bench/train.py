@@ -523,9 +523,10 @@ def operator_label(name):
     """
     if name.startswith('_backward_'):
         return operator_label(name[len('_backward_') :]) + ' (backward)'
-    for prefix in ('_npx_', '_npi_', '_np_'):
-        if name.startswith(prefix):
-            return name[len(prefix) :]
+    bare = name.lstrip('_')
+    for prefix in ('npx_', 'npi_', 'np_'):
+        if bare.startswith(prefix):
+            return bare[len(prefix) :]
     return name
 
 
