@@ -62,8 +62,9 @@ def test_training_page_as_a_reader_sees_it(tmp_path):
     and speed-up, the devices it ran on, and no traceback or stderr."""
     dom = chromium('training.html', '--dump-dom', tmp_path=tmp_path)
     images = re.findall(r'<img [^>]*src="([^"]+)"', dom)  # no logo set
-    # One side-by-side plot of both runs, not the same curves twice.
-    assert len(images) == 1, images
+    # One side-by-side plot of both runs (not the same curves twice), the
+    # benchmark beside the limit, and the profile.
+    assert len(images) == 3, images
     for src in images:
         assert os.path.exists(
             os.path.normpath(os.path.join(HTML, 'book', src))
