@@ -148,3 +148,25 @@ def test_operator_labels_show_in_a_legend():
     assert bt.operator_label('_npx_relu') == 'relu'
     assert bt.operator_label('_backward_np_dot') == 'dot (backward)'
     assert bt.operator_label('Pooling') == 'Pooling'
+
+
+def test_compare_rounds_needs_every_round_apart():
+    def row(path, k, rounds):
+        return dict(path=path, devices=k, rounds=rounds)
+
+    result = dict(
+        rows=[
+            row('d2l', 1, [10.0, 12.0]),
+            row('d2lpar', 1, [7.0, 9.0]),
+            row('d2lpar', 2, [8.5, 11.0]),
+        ]
+    )
+    assert bt.compare_rounds(result, ('d2lpar', 1), ('d2l', 1)) == (
+        'faster than'
+    )
+    assert bt.compare_rounds(result, ('d2l', 1), ('d2lpar', 1)) == (
+        'slower than'
+    )
+    assert bt.compare_rounds(result, ('d2lpar', 2), ('d2lpar', 1)) == (
+        'not clearly different from'
+    )

@@ -269,6 +269,32 @@ def compare_training(
     )
 
 
+def compare_rounds(result, a, b):
+    """A verdict on two settings of :func:`compare_training` that every
+    round supports.
+
+    Parameters
+    ----------
+    result : dict
+        From :func:`compare_training`.
+    a, b : (str, int)
+        ``(path, devices)`` of the two settings.
+
+    Returns
+    -------
+    str
+        ``'slower than'`` or ``'faster than'`` when every round of ``a``
+        is slower (faster) than every round of ``b``, else ``'not clearly
+        different from'`` (the single rounds overlap).
+    """
+    rounds = {(r['path'], r['devices']): r['rounds'] for r in result['rows']}
+    if min(rounds[a]) > max(rounds[b]):
+        return 'slower than'
+    if max(rounds[a]) < min(rounds[b]):
+        return 'faster than'
+    return 'not clearly different from'
+
+
 def format_training(result):
     """The table of :func:`compare_training`, with speed-ups."""
     rows = result['rows']
