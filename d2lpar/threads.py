@@ -186,6 +186,15 @@ def thread_budget(devices):
             stacklevel=2,
         )
         return {ctx: 1 for ctx in cpus}
+    if share > 1:
+        # At most one context may hold several threads at a time: lower
+        # every other first. run_on_worker waits for that context's
+        # queued work, so two threaded products never overlap even when
+        # one device per call is trained in turn (local SGD does).
+        for ctx, threads in list(_APPLIED.items()):
+            if threads > 1 and ctx not in budget:
+                run_on_worker(ctx, lambda: openmp.omp_set_num_threads(1))
+                _APPLIED[ctx] = 1
     for ctx in cpus:
         run_on_worker(ctx, lambda: openmp.omp_set_num_threads(share))
         _APPLIED[ctx] = share

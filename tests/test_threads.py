@@ -137,3 +137,28 @@ def test_without_openmp_warns_once_and_keeps_one_thread(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter('error')
         assert dp.thread_budget(devices) == {devices[0]: 1}  # no warning
+
+
+def test_one_device_at_a_time_never_leaves_two_threaded_devices():
+    # Training each device in its own call (as local SGD does) gives each
+    # all cores in turn; the previous one is lowered to one thread first,
+    # so no two devices run threaded products at once (they would hang).
+    code = """
+        import numpy as onp
+        from mxnet import np, npx
+        import d2lpar as dp
+        devices = dp.devices(2)
+        rng = onp.random.default_rng(0)
+        X = np.array(rng.uniform(size=(32, 1, 28, 28)), dtype='float32')
+        y = np.array(rng.integers(0, 10, 32), dtype='int32')
+        params = dp.init_lenet_params(0, 0.1)
+        replicas = [dp.get_params(params, d) for d in devices]
+        for _ in range(4):
+            for d, p in zip(devices, replicas):
+                dp.train_batch(X, y, [p], [d], 0.1)
+        npx.waitall()
+        print([dp.worker_threads(d) for d in devices])
+    """
+    total = threads.total_threads()
+    line = run_fresh(code, {'OMP_NUM_THREADS': ''}, timeout=180)
+    assert line == f'[1, {total}]'
