@@ -160,7 +160,6 @@ def _epoch_seconds(path, num_devices, batch_size, steps):
     """
     from mxnet import npx
 
-    from ..data import read_split  # noqa: F401  (fail early, same import)
     from ..devices import devices as make_devices
     from ..model import init_lenet_params
     from ..parameters import get_params
