@@ -6,9 +6,7 @@ set -euo pipefail
 venv=${1:-.venv}
 out=${2:-_build/extra/notebooks}
 mkdir -p "$out"
-for chapter in book/*.md; do
-    grep -q '^kernelspec:' "$chapter" || continue
-    "$venv/bin/python" scripts/chapter_notebook.py "$chapter" \
-        "$out/$(basename "${chapter%.md}").ipynb"
-done
+# the executable chapters: those with a kernel
+mapfile -t chapters < <(grep -l '^kernelspec:' book/*.md)
+"$venv/bin/python" scripts/chapter_notebook.py --into "$out" "${chapters[@]}"
 echo "notebooks: $(ls "$out"/*.ipynb | wc -l) chapters in $out"

@@ -1,6 +1,7 @@
 """Turn a book chapter (MyST Markdown) into a notebook for plain Jupyter.
 
 Usage: python scripts/chapter_notebook.py book/CHAPTER.md OUT.ipynb
+       python scripts/chapter_notebook.py --into OUT_DIR book/A.md ...
 
 The book's pages use Sphinx features a plain Jupyter does not render:
 ``{literalinclude}`` directives (the library's source), ``{glue:md}``
@@ -116,5 +117,21 @@ def main(md_path, out_path):
     nbformat.write(nb, out_path)
 
 
+def main_many(out_dir, md_paths):
+    """Convert every chapter into ``out_dir/NAME.ipynb``.
+
+    One Python process for all chapters: starting one per chapter cost
+    about a second each in every build.
+    """
+    import os
+
+    for md_path in md_paths:
+        name = os.path.splitext(os.path.basename(md_path))[0]
+        main(md_path, os.path.join(out_dir, name + '.ipynb'))
+
+
 if __name__ == '__main__':
-    main(*sys.argv[1:])
+    if sys.argv[1] == '--into':
+        main_many(sys.argv[2], sys.argv[3:])
+    else:
+        main(*sys.argv[1:])

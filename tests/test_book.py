@@ -12,8 +12,10 @@ def test_full_by_default(monkeypatch):
     s = dp.book_settings()
     assert (s.quick, s.num_epochs) == (False, 10)
     assert s.num_train == dp.book.FULL_NUM_TRAIN < 60000
+    assert s.num_test == dp.book.FULL_NUM_TEST < 10000
     assert 'full settings' in s.describe()
     assert f'{dp.book.FULL_NUM_TRAIN:,}' in s.describe()
+    assert f'{dp.book.FULL_NUM_TEST:,} of the 10,000' in s.describe()
 
 
 def test_quick_mode_says_so(monkeypatch):
@@ -22,7 +24,9 @@ def test_quick_mode_says_so(monkeypatch):
     monkeypatch.setenv('D2LPAR_QUICK', '1')
     s = dp.book_settings()
     assert s.quick and s.num_epochs < 10 and s.num_train < 60000
+    assert s.num_test < dp.book.FULL_NUM_TEST
     assert 'quick mode' in s.describe()
+    assert f'tested on {s.num_test:,} test images' in s.describe()
     monkeypatch.setenv('D2LPAR_QUICK', '0')
     assert not dp.book_settings().quick
 

@@ -1,7 +1,7 @@
 """Training speed against the machine's limit: ``python -m d2lpar bench train``.
 
 Two ways to train LeNet on Fashion-MNIST are timed side by side, each
-for 1, 2 and 4 devices, each in a fresh process:
+for 1, 2 and 4 devices, in a fresh process per way and round:
 
 - ``d2l``: the way d2l's chapter trains, written here in this project's
   own code: d2l's DataLoader with its worker processes, d2l's
@@ -154,7 +154,7 @@ def d2l_train_batch(X, y, device_params, devices, lr):
 
 
 def _epoch_seconds(path, num_devices, batch_size, steps):
-    """In a fresh process: seconds of a second pass over ``steps`` batches.
+    """Seconds of a second pass over ``steps`` batches on ``path``.
 
     The first pass warms up (memory, operator set-up, loader start).
     """
@@ -189,6 +189,17 @@ def _epoch_seconds(path, num_devices, batch_size, steps):
     return seconds
 
 
+def _path_seconds(path, device_counts, batch_size, steps):
+    """In a fresh process: :func:`_epoch_seconds` for each device count.
+
+    One process per path and round, not per setting: starting Python and
+    MXNet costs several seconds, more than the timed steps. The path's
+    settings that only take effect at start-up (the scratch pool) are the
+    same for all device counts, and the thread budget is set per call.
+    """
+    return [_epoch_seconds(path, k, batch_size, steps) for k in device_counts]
+
+
 def compare_training(
     device_counts=(1, 2, 4),
     paths=PATHS,
@@ -213,7 +224,8 @@ def compare_training(
         Every setting is measured once per round; the median over
         rounds is reported.
     timeout : float, optional
-        Seconds allowed for each child process.
+        Seconds allowed for each child process (one per path and round,
+        measuring every device count in turn).
     progress : callable, optional
         Called with a line of text after each measurement.
 
@@ -239,19 +251,23 @@ def compare_training(
     times = {(p, k): [] for p in paths for k in device_counts}
     defaults = {'d2l': {'MXNET_CPU_TEMP_COPY': '4'}, 'd2lpar': {}}
     for r in range(rounds):
-        for (path, k), values in times.items():
+        # Alternate the order of device counts over rounds, so that no
+        # count is always measured first in its process.
+        counts = list(device_counts)[:: -1 if r % 2 else 1]
+        for path in paths:
             seconds = _in_fresh_process(
                 defaults[path],
-                _epoch_seconds,
-                (path, k, batch_size, steps),
+                _path_seconds,
+                (path, counts, batch_size, steps),
                 timeout,
             )
-            values.append(1000 * seconds / steps)
-            if progress:
-                progress(
-                    f'round {r + 1}/{rounds}: {path} on {k} device(s): '
-                    f'{values[-1]:.1f} ms/step'
-                )
+            for k, sec in zip(counts, seconds):
+                times[path, k].append(1000 * sec / steps)
+                if progress:
+                    progress(
+                        f'round {r + 1}/{rounds}: {path} on {k} device(s): '
+                        f'{times[path, k][-1]:.1f} ms/step'
+                    )
     rows = []
     for (path, k), values in times.items():
         ms = statistics.median(values)
