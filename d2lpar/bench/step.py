@@ -1,8 +1,8 @@
 """One data-parallel step of LeNet: ``python -m d2lpar bench step``.
 
 Times one ``train_batch`` step on 1 and 2 devices, with MXNet's default
-scratch-buffer pool and with d2lpar's, each in a fresh process (MXNet
-reads the setting once, when its engine starts).
+scratch-buffer pool and with d2lpar's, each pool in a fresh process
+(MXNet reads the setting once, when its engine starts).
 """
 
 import multiprocessing
@@ -48,6 +48,16 @@ def time_steps(num_devices, batch_size=256, repeats=20, warmup=3):
     )
 
 
+def _time_counts(device_counts, batch_size, repeats):
+    """:func:`time_steps` for each device count, in this process.
+
+    One fresh process per pool size and round (the pool is read when
+    MXNet's engine starts), not per device count: start-up costs more
+    than the timed steps, and the thread budget is set per step.
+    """
+    return [time_steps(k, batch_size, repeats) for k in device_counts]
+
+
 def compare_steps(
     device_counts=(1, 2),
     temp_copies=None,
@@ -58,8 +68,9 @@ def compare_steps(
 ):
     """Time steps for each device count and scratch-pool size.
 
-    Each measurement runs in a fresh Python process with
-    ``MXNET_CPU_TEMP_COPY`` set, one after the other in this call. All
+    Each pool size runs in a fresh Python process with
+    ``MXNET_CPU_TEMP_COPY`` set, which times every device count in turn
+    (alternating their order over rounds). All
     settings are measured once per round, interleaved, and the fastest
     round is kept: another program briefly taking a core then slows one
     round of one setting, not the comparison.
@@ -84,15 +95,16 @@ def compare_steps(
 
     temp_copies = temp_copies or (MXNET_DEFAULT_TEMP_COPY, CPU_TEMP_COPY)
     best = {}
-    for _ in range(rounds):
+    for r in range(rounds):
+        counts = list(device_counts)[:: -1 if r % 2 else 1]
         for temp_copy in temp_copies:
-            for k in device_counts:
-                seconds = _in_fresh_process(
-                    {'MXNET_CPU_TEMP_COPY': str(temp_copy)},
-                    time_steps,
-                    (k, batch_size, repeats),
-                    timeout,
-                )
+            times = _in_fresh_process(
+                {'MXNET_CPU_TEMP_COPY': str(temp_copy)},
+                _time_counts,
+                (counts, batch_size, repeats),
+                timeout,
+            )
+            for k, seconds in zip(counts, times):
                 key = (str(temp_copy), k)
                 best[key] = min(seconds, best.get(key, seconds))
     return [
