@@ -441,12 +441,13 @@ def _bench(args):
         print(step.format_steps(rows))
     elif args.rate or args.hosts == 2:
         from .bench import engines as be
+        from .bench import network as bn
 
         if not args.rate:
             raise ValueError(
                 'bench engines: --hosts 2 needs --rate, e.g. --rate 100mbit'
             )
-        rows = be.measure_network(
+        rows = bn.measure_network(
             args.rate.split(','),
             args.servers,
             args.hosts,
@@ -454,7 +455,7 @@ def _bench(args):
             args.batch_size,
             engines=be.available_engines(),
         )
-        print(be.format_network(rows))
+        print(bn.format_network(rows))
     else:
         from .bench import engines as be
 

@@ -426,13 +426,13 @@ def plot_network(rows):
     engine, servers): dots are measured, dashes the model's prediction
     (compute alone plus the model's transfers), dots-and-dashes the
     model with the bytes each parameter server really holds, from the
-    rows of :func:`d2lpar.bench.engines.measure_network`.
+    rows of :func:`d2lpar.bench.network.measure_network`.
 
     Returns
     -------
     matplotlib.figure.Figure
     """
-    from .bench.engines import setup_name
+    from .bench.network import setup_name
     from .dist.netem import parse_rate
 
     fig, ax = plt.subplots(figsize=(8, 3.4))

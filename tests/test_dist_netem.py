@@ -8,6 +8,7 @@ import pytest
 
 import d2lpar as dp
 from d2lpar.bench import engines as be
+from d2lpar.bench import network as bn
 from d2lpar.dist import loopback, netem
 from d2lpar.dist.launch import job_plan
 
@@ -63,12 +64,12 @@ def test_job_plan_places_roles_on_hosts_in_turn():
 
 
 def test_model_shape_follows_the_placement():
-    assert be.model_shape(1, hosts=1) == be.model_shape(2, hosts=1) == 'cpu'
-    assert be.model_shape(1, hosts=2) == 'naive'
-    assert be.model_shape(2, hosts=2) == 'sharded'
+    assert bn.model_shape(1, hosts=1) == bn.model_shape(2, hosts=1) == 'cpu'
+    assert bn.model_shape(1, hosts=2) == 'naive'
+    assert bn.model_shape(2, hosts=2) == 'sharded'
     n = be.gradient_bytes()
-    fast = be.predict_step(0.01, '10gbit')
-    slow = be.predict_step(0.01, '100mbit')
+    fast = bn.predict_step(0.01, '10gbit')
+    slow = bn.predict_step(0.01, '100mbit')
     assert slow - 0.01 == pytest.approx(
         dp.costmodel.allreduce_time('cpu', 2, n, 100e6 / 8, 50e-6)
     )
@@ -148,13 +149,13 @@ def test_servers_hold_arrays_whole_by_key():
     0, so it holds nearly everything."""
     n = be.gradient_bytes()
     for servers in (1, 2, 3):
-        assert sum(be.server_bytes(servers)) == n
+        assert sum(bn.server_bytes(servers)) == n
     weights = sum(
         4 * int(np.prod(shape))
         for name, shape in dp.LENET_SHAPES
         if name.startswith('W')
     )
-    assert be.server_bytes(2)[0] == weights
+    assert bn.server_bytes(2)[0] == weights
 
 
 def test_placed_transfer_matches_the_model_where_the_split_is_known():
@@ -164,8 +165,8 @@ def test_placed_transfer_matches_the_model_where_the_split_is_known():
     n, bw = be.gradient_bytes(), 100e6 / 8
     naive = dp.costmodel.allreduce_time('naive', 2, n, bw)
     sharded = dp.costmodel.allreduce_time('sharded', 2, n, bw)
-    one = be.placed_transfer(1, bw, latency=0.0)
-    two = be.placed_transfer(2, bw, latency=0.0)
+    one = bn.placed_transfer(1, bw, latency=0.0)
+    two = bn.placed_transfer(2, bw, latency=0.0)
     assert one == pytest.approx(naive)
     assert two == pytest.approx(2 * sharded, rel=0.01)
 
@@ -175,9 +176,9 @@ def test_horovod_on_one_host_shares_one_link():
     worker, every worker's on the same link: 2(k-1)N bytes in all."""
     n, bw = be.gradient_bytes(), 1e9 / 8
     for k in (2, 3, 4):
-        got = be.model_transfer('horovod', None, 1, k, bw, 0.0)
+        got = bn.model_transfer('horovod', None, 1, k, bw, 0.0)
         assert got == pytest.approx(2 * (k - 1) * n / bw)
-    two_hosts = be.model_transfer('horovod', None, 2, 2, bw, 0.0)
+    two_hosts = bn.model_transfer('horovod', None, 2, 2, bw, 0.0)
     assert two_hosts == pytest.approx(
         dp.costmodel.allreduce_time('ring', 2, n, bw)
     )
@@ -283,15 +284,15 @@ def test_explanations_tell_the_reasons_apart():
         network_row('1gbit', 0.20, 0.15),  # fastest: 50 ms fixed cost
         network_row('100mbit', 0.45, 0.35),
     ]
-    fixed, slow = be.explain_network(rows)
+    fixed, slow = bn.explain_network(rows)
     assert 'the 50 ms are a cost per step the model leaves out' in fixed
     assert "transfers took 300 ms against the model's 250 ms" in slow
     assert slow.endswith('which agree within 25%.')
     placed = network_row('1gbit', 0.21, 0.1, placed=0.2, servers=2)
-    (text,) = be.explain_network([placed])
+    (text,) = bn.explain_network([placed])
     assert 'server 0 holds 515 of the 516 kB' in text
     assert text.endswith('within 25% of it.')
-    (fast,) = be.explain_network([network_row('1gbit', 0.1, 0.2)])
+    (fast,) = bn.explain_network([network_row('1gbit', 0.1, 0.2)])
     assert 'faster than the model' in fast
 
 
@@ -318,7 +319,7 @@ def test_horovod_explanation_checks_bytes_before_blaming_time():
             ('100mbit', 0.17, 0.09),  # transfers 80 ms, model 40 ms
         ]
     ]
-    text = be.explain_network(rows)[1]
+    text = bn.explain_network(rows)[1]
     assert 'the model would give 80 ms, which fits.' in text
     rows[1]['bytes_per_step'] = 4 * n  # more bytes: no such claim
-    assert 'took turns' not in be.explain_network(rows)[1]
+    assert 'took turns' not in bn.explain_network(rows)[1]

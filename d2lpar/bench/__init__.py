@@ -13,10 +13,12 @@ in the same run:
   profile of the step;
 - :mod:`d2lpar.bench.engines`: parameter server vs Horovod, step time
   and loopback bytes;
+- :mod:`d2lpar.bench.network`: the same jobs on an emulated network,
+  one host or two, beside the cost model's prediction;
 - :mod:`d2lpar.bench.timing`: the one in-process timing loop (allreduce,
   step).
 """
 
-from . import allreduce, engines, step, timing, train
+from . import allreduce, engines, network, step, timing, train
 
-__all__ = ['allreduce', 'engines', 'step', 'timing', 'train']
+__all__ = ['allreduce', 'engines', 'network', 'step', 'timing', 'train']
