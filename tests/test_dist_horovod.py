@@ -21,7 +21,7 @@ from workerjobs import (
 import d2lpar as dp
 from d2lpar.bench import engines as be
 from d2lpar.costmodel import engine_bytes
-from d2lpar.dist.worker import load_checkpoint
+from d2lpar.dist.checkpoint import load_checkpoint
 
 pytestmark = pytest.mark.horovod
 PY = sys.executable

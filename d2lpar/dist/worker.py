@@ -11,7 +11,6 @@ push as it arrives (:func:`async_step`).
 import json
 import os
 import time
-import zipfile
 
 import mxnet as mx
 import numpy as onp
@@ -25,16 +24,12 @@ from ..model import LENET_SHAPES, init_lenet_params, lenet
 from ..parameters import get_params
 from ..splitting import shard_ranges
 from ..training import count_correct, cross_entropy
+from .checkpoint import load_checkpoint, save_checkpoint
 from .engines import make_engine
 
 # The engine sums arrays by key; the parameters' gradients use keys
 # 0, 1, ..., so the evaluation counts take one far beyond them.
 COUNTS_KEY = 1000
-CHECKPOINT_FORMAT = 'd2lpar-checkpoint-1'
-
-
-class CheckpointError(ValueError):
-    """A checkpoint cannot be used; the message names it and what to do."""
 
 
 def my_shard(X, y, rank, num_workers):
@@ -118,75 +113,6 @@ def global_accuracy(engine, params, test_iter):
         counts += np.array([d2l.accuracy(lenet(Xs, params), ys), ys.size])
     engine.sum_([counts], first_key=COUNTS_KEY)
     return float(counts[0] / counts[1])
-
-
-def save_checkpoint(params, path, epoch, num_workers):
-    """Write a checkpoint atomically: to a temporary file, then rename.
-
-    A crash while writing leaves the previous checkpoint intact, never a
-    half-written one. Besides the arrays it records the finished
-    ``epoch``, the job's ``num_workers`` and the arrays' shapes, so that
-    :func:`load_checkpoint` can refuse a run it does not belong to.
-    """
-    meta = {'format': CHECKPOINT_FORMAT, 'epoch': int(epoch),
-            'num_workers': int(num_workers),
-            'shapes': [list(p.shape) for p in params]}
-    arrays = {f'param_{i}': p.asnumpy() for i, p in enumerate(params)}
-    tmp = f'{path}.tmp-{os.getpid()}'
-    with open(tmp, 'wb') as f:
-        onp.savez(f, meta=onp.array(json.dumps(meta)), **arrays)
-    os.replace(tmp, path)
-
-
-def load_checkpoint(path, num_workers=None, shapes=None):
-    """Return ``(params, finished_epochs)`` from :func:`save_checkpoint`.
-
-    Parameters
-    ----------
-    path : str
-    num_workers : int, optional
-        Refuse a checkpoint written by a job of another size.
-    shapes : list of tuple, optional
-        Refuse a checkpoint of another model (e.g. LeNet's shapes).
-
-    Raises
-    ------
-    CheckpointError
-        If the file is corrupt, truncated, not a d2lpar checkpoint, or
-        belongs to another number of workers or another model.
-    """
-    meta, arrays = _read_checkpoint(path)
-    saved = [tuple(s) for s in meta['shapes']]
-    if shapes is not None and saved != [tuple(s) for s in shapes]:
-        raise CheckpointError(
-            f'{path} holds a model with shapes {saved}, not {list(shapes)}'
-            f'; resume only the model it was written for, or delete it '
-            f'to start afresh')
-    if num_workers is not None and meta['num_workers'] != num_workers:
-        raise CheckpointError(
-            f'{path} was written by a job of {meta["num_workers"]} '
-            f'workers, not {num_workers}: the global batch and the data '
-            f'order would differ. Resume with --workers '
-            f'{meta["num_workers"]}, or delete it to start afresh')
-    return [np.array(a) for a in arrays], meta['epoch']
-
-
-def _read_checkpoint(path):
-    try:
-        with onp.load(path, allow_pickle=False) as saved:
-            meta = json.loads(str(saved['meta']))
-            if meta.get('format') != CHECKPOINT_FORMAT:
-                raise KeyError('format')
-            arrays = [saved[f'param_{i}']
-                      for i in range(len(meta['shapes']))]
-    except (ValueError, KeyError, OSError, EOFError,
-            zipfile.BadZipFile) as e:
-        raise CheckpointError(
-            f'{path} is not a readable d2lpar checkpoint ({type(e).__name__}'
-            f': {e}); it may be truncated or written by another program. '
-            f'Delete it (or pass another --save-to) to start afresh, or '
-            f'drop --resume') from e
-    return meta, arrays
 
 
 def start_state(engine, seed, init_scale, save_to, resume):
