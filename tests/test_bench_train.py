@@ -170,3 +170,28 @@ def test_compare_rounds_needs_every_round_apart():
     assert bt.compare_rounds(result, ('d2lpar', 2), ('d2lpar', 1)) == (
         'not clearly different from'
     )
+
+
+@pytest.mark.slow
+def test_profile_training_gives_every_configuration_in_order():
+    """The budgeted configurations share a process, the unbudgeted one
+    has its own, and each ran with its own threads (no budget leaks from
+    one to the next); results come back under their labels, in order,
+    each with all four phases and the step's operators (convolutions
+    among them), and waiting is what the synchronised phases add."""
+    from d2lpar.threads import available_cores
+
+    configs = (('two', 2, True), ('one, 1 thread', 1, False),
+               ('one', 1, True))  # fmt: skip
+    result = bt.profile_training(configs, batch_size=16, steps=2)
+    assert list(result) == ['two', 'one, 1 thread', 'one']
+    assert result['two']['threads'] == [1, 1]
+    assert result['one, 1 thread']['threads'] == [1]
+    assert result['one']['threads'] == [available_cores()]
+    for r in result.values():
+        assert set(r['phases']) == {'forward', 'backward', 'allreduce',
+                                    'update'}  # fmt: skip
+        assert 'Convolution' in r['operators']
+        assert r['waiting'] == pytest.approx(
+            max(0.0, sum(r['phases'].values()) - r['step_ms'])
+        )
