@@ -14,6 +14,7 @@ it prints the value), an admonition a bold title, a role its text.
 Called by scripts/build-book.sh and tests/test_install_notebooks.py.
 """
 
+import os
 import re
 import sys
 
@@ -123,8 +124,6 @@ def main_many(out_dir, md_paths):
     One Python process for all chapters: starting one per chapter cost
     about a second each in every build.
     """
-    import os
-
     for md_path in md_paths:
         name = os.path.splitext(os.path.basename(md_path))[0]
         main(md_path, os.path.join(out_dir, name + '.ipynb'))

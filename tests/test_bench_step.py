@@ -106,3 +106,19 @@ def test_allreduce_command_prints_table_and_targets(tmp_path, capsys):
 
     rows_per_size = len(ab.BASELINES) + len(ab.ALGORITHMS)
     assert len(json.load(open(out))) == rows_per_size
+
+
+def _pid_and(x):
+    return os.getpid(), x
+
+
+def test_in_fresh_process_each_runs_every_setting_in_one_child_in_order():
+    got = bench.in_fresh_process_each({}, _pid_and, [(1,), (2,), (3,)], 120)
+    pids = {pid for pid, _ in got}
+    assert [x for _, x in got] == [1, 2, 3]
+    assert len(pids) == 1 and os.getpid() not in pids
+
+
+def test_round_order_alternates():
+    assert bench.round_order((1, 2, 4), 0) == [1, 2, 4]
+    assert bench.round_order((1, 2, 4), 1) == [4, 2, 1]

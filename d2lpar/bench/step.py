@@ -48,16 +48,6 @@ def time_steps(num_devices, batch_size=256, repeats=20, warmup=3):
     )
 
 
-def _time_counts(device_counts, batch_size, repeats):
-    """:func:`time_steps` for each device count, in this process.
-
-    One fresh process per pool size and round (the pool is read when
-    MXNet's engine starts), not per device count: start-up costs more
-    than the timed steps, and the thread budget is set per step.
-    """
-    return [time_steps(k, batch_size, repeats) for k in device_counts]
-
-
 def compare_steps(
     device_counts=(1, 2),
     temp_copies=None,
@@ -96,12 +86,15 @@ def compare_steps(
     temp_copies = temp_copies or (MXNET_DEFAULT_TEMP_COPY, CPU_TEMP_COPY)
     best = {}
     for r in range(rounds):
-        counts = list(device_counts)[:: -1 if r % 2 else 1]
+        counts = round_order(device_counts, r)
         for temp_copy in temp_copies:
-            times = _in_fresh_process(
+            # One process per pool size (read when MXNet's engine
+            # starts), not per device count: start-up costs more than the
+            # timed steps, and the thread budget is set per step.
+            times = in_fresh_process_each(
                 {'MXNET_CPU_TEMP_COPY': str(temp_copy)},
-                _time_counts,
-                (counts, batch_size, repeats),
+                time_steps,
+                [(k, batch_size, repeats) for k in counts],
                 timeout,
             )
             for k, seconds in zip(counts, times):
@@ -129,6 +122,25 @@ def format_steps(rows):
             f'{1000 * r["sec_per_step"]:>9.1f} {speedup:>8.2f}x'
         )
     return '\n'.join(lines)
+
+
+def round_order(items, r):
+    """``items`` in order on even rounds ``r``, reversed on odd ones, so
+    that no item is always measured first in its process."""
+    return list(items)[:: -1 if r % 2 else 1]
+
+
+def in_fresh_process_each(env, fn, arg_list, timeout):
+    """``[fn(*args) for args in arg_list]``, in one fresh process.
+
+    For settings that differ only in what can change after start-up: one
+    start of Python and MXNet (several seconds) serves them all.
+    """
+    return _in_fresh_process(env, _call_each, (fn, arg_list), timeout)
+
+
+def _call_each(fn, arg_list):
+    return [fn(*args) for args in arg_list]
 
 
 def _in_fresh_process(env, fn, args, timeout):

@@ -25,7 +25,7 @@ and times each kind of operator with MXNet's profiler.
 import os
 import statistics
 
-from .step import _in_fresh_process
+from .step import _in_fresh_process, in_fresh_process_each, round_order
 
 PATHS = ('d2l', 'd2lpar')
 # d2l.get_dataloader_workers() on Linux: the processes d2l's loader starts.
@@ -189,17 +189,6 @@ def _epoch_seconds(path, num_devices, batch_size, steps):
     return seconds
 
 
-def _path_seconds(path, device_counts, batch_size, steps):
-    """In a fresh process: :func:`_epoch_seconds` for each device count.
-
-    One process per path and round, not per setting: starting Python and
-    MXNet costs several seconds, more than the timed steps. The path's
-    settings that only take effect at start-up (the scratch pool) are the
-    same for all device counts, and the thread budget is set per call.
-    """
-    return [_epoch_seconds(path, k, batch_size, steps) for k in device_counts]
-
-
 def compare_training(
     device_counts=(1, 2, 4),
     paths=PATHS,
@@ -251,14 +240,15 @@ def compare_training(
     times = {(p, k): [] for p in paths for k in device_counts}
     defaults = {'d2l': {'MXNET_CPU_TEMP_COPY': '4'}, 'd2lpar': {}}
     for r in range(rounds):
-        # Alternate the order of device counts over rounds, so that no
-        # count is always measured first in its process.
-        counts = list(device_counts)[:: -1 if r % 2 else 1]
+        counts = round_order(device_counts, r)
         for path in paths:
-            seconds = _in_fresh_process(
+            # One process per path and round, not per setting: the path's
+            # start-up settings (the scratch pool) are the same for all
+            # device counts, and the thread budget is set per call.
+            seconds = in_fresh_process_each(
                 defaults[path],
-                _path_seconds,
-                (path, counts, batch_size, steps),
+                _epoch_seconds,
+                [(path, k, batch_size, steps) for k in counts],
                 timeout,
             )
             for k, sec in zip(counts, seconds):
@@ -413,11 +403,6 @@ def _operator_ms(table, steps):
     return dict(sorted(ops.items(), key=lambda kv: -kv[1]))
 
 
-def _phases_each(settings, batch_size, steps):
-    """:func:`_phases` for each ``(devices, budget)``, in this process."""
-    return [_phases(k, b, batch_size, steps) for k, b in settings]
-
-
 # What profile_training compares by default: MXNet's one thread per
 # device, then the library's budget on 1 and 2 devices.
 PROFILES = (
@@ -454,8 +439,9 @@ def profile_training(configs=PROFILES, batch_size=256, steps=10,
     -------
     dict
         In the order of ``configs``, per label: ``step_ms``, ``threads``
-        (each device's OpenMP threads when it ran), ``phases`` (median ms), ``operators`` (ms per step by operator name, summed
-        over devices, largest first) and ``waiting`` (ms).
+        (each device's OpenMP threads when it ran), ``phases`` (median
+        ms), ``operators`` (ms per step by operator name, summed over
+        devices, largest first) and ``waiting`` (ms).
     """
     # MXNet's default of one thread needs a process the budget never
     # touched; the budgeted settings share one (it sets the threads per
@@ -465,10 +451,10 @@ def profile_training(configs=PROFILES, batch_size=256, steps=10,
     groups += [budgeted] if budgeted else []
     out = {}
     for group in groups:
-        results = _in_fresh_process(
+        results = in_fresh_process_each(
             {},
-            _phases_each,
-            ([(k, budget) for _, k, budget in group], batch_size, steps),
+            _phases,
+            [(k, budget, batch_size, steps) for _, k, budget in group],
             timeout,
         )
         for (label, _, _), result in zip(group, results):
