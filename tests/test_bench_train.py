@@ -1,6 +1,7 @@
 """d2lpar.bench.train: d2l's way vs the library's, beside the FLOP limit."""
 
 import multiprocessing
+import statistics
 import time
 
 import numpy as onp
@@ -91,8 +92,16 @@ def test_format_training_ratios():
         dict(rows=rows, flops_per_step=3.4e9, gflops=170.0, cores=2,
              batch_size=256)
     )  # fmt: skip
-    last = text.splitlines()[-1].split()
+    last = text.splitlines()[-2].split()
     assert last[-2:] == ['2.50x', '2.00x']  # x limit, speed-up vs d2l
+    ranged = bt.format_training(
+        dict(rows=rows, flops_per_step=3.4e9, gflops=160.0,
+             gflops_rounds=[150.0, 160.0, 172.0], cores=2, batch_size=256)
+    )  # fmt: skip
+    assert (
+        'at 160 GFLOP/s (matrix product on 2 cores, median of 3 runs: '
+        '150-172)' in ranged.splitlines()[0]
+    )
 
 
 def _starts_a_process():
@@ -133,10 +142,22 @@ def test_compare_training_measures_each_path_and_device_count(
     assert sorted((r['path'], r['devices']) for r in rows) == [
         ('d2l', 1), ('d2l', 2), ('d2lpar', 1), ('d2lpar', 2)
     ]  # fmt: skip
+    # The limit's rate is measured in each child (one per path and round)
+    # and the median is used.
+    assert len(result['gflops_rounds']) == 2
+    assert result['gflops'] == pytest.approx(
+        statistics.median(result['gflops_rounds'])
+    )
     limit = 1000 * bt.lenet_flops(16) / (result['gflops'] * 1e9)
     for r in rows:
         assert r['limit_ms'] == pytest.approx(limit)
-        assert r['ratio'] == pytest.approx(r['ms_per_step'] / limit)
+        # One round: its ratio is over the limit its own child measured.
+        own = (
+            1000
+            * bt.lenet_flops(16)
+            / (result['gflops_rounds'][0 if r['path'] == 'd2l' else 1] * 1e9)
+        )
+        assert r['ratio'] == pytest.approx(r['ms_per_step'] / own)
         assert r['ms_per_step'] == r['rounds'][0]
 
 

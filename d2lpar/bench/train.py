@@ -78,8 +78,10 @@ def lenet_flops(batch_size=1, layers=None):
 def matmul_rate(n=1024, repeats=7):
     """GFLOP/s of an ``n x n`` matrix product in this process.
 
-    Run it where ``OMP_NUM_THREADS`` says how many cores to use (see
-    :func:`machine_limit`).
+    Run it where cpu(0)'s worker uses the cores to count: a process
+    started with ``OMP_NUM_THREADS`` set (:func:`machine_limit`) or after
+    :func:`d2lpar.thread_budget` gave cpu(0) every core
+    (:func:`compare_training`).
     """
     from mxnet import np
 
@@ -103,6 +105,22 @@ def machine_limit(cores=None, timeout=120):
     cores = cores or available_cores()
     env = {'OMP_NUM_THREADS': str(cores)}
     return _in_fresh_process(env, matmul_rate, (), timeout)
+
+
+def _measure(what, *args):
+    """In a child of :func:`compare_training`: one epoch's seconds
+    (``'epoch'``, :func:`_epoch_seconds`'s arguments) or the matrix
+    product's rate on every core (``'rate'``)."""
+    if what == 'epoch':
+        return _epoch_seconds(*args)
+    from mxnet import npx
+
+    from ..threads import thread_budget
+
+    # Last in the child: the budget gives cpu(0) every core, which would
+    # change the d2l path's MXNet defaults if it came first.
+    thread_budget([npx.cpu(0)])
+    return matmul_rate()
 
 
 def _data(batch_size, steps, loader_workers):
@@ -222,8 +240,12 @@ def compare_training(
     -------
     dict
         ``rows``: per (path, devices) the median ms per step, every
-        round's value, the limit in ms and the ratio to it;
-        ``flops_per_step``, ``gflops`` (the measured rate), ``cores``.
+        round's value, the limit in ms (at the median rate) and
+        ``ratio``, the median over rounds of each round's ms per step
+        over the limit measured in the same child (``ratios``);
+        ``flops_per_step``, ``gflops`` (the matrix product's median rate
+        on all cores, measured in every child after its steps),
+        ``gflops_rounds`` (each child's), ``cores``.
     """
     from ..threads import available_cores
 
@@ -234,10 +256,10 @@ def compare_training(
                 f'{", ".join(PATHS)}'
             )
     cores = available_cores()
-    gflops = machine_limit(cores, timeout)
     flops = lenet_flops(batch_size)
-    limit_ms = 1000 * flops / (gflops * 1e9)
     times = {(p, k): [] for p in paths for k in device_counts}
+    ratios = {key: [] for key in times}  # over the same child's limit
+    rates = []  # the matrix product's rate, once per child
     defaults = {'d2l': {'MXNET_CPU_TEMP_COPY': '4'}, 'd2lpar': {}}
     for r in range(rounds):
         counts = round_order(device_counts, r)
@@ -245,30 +267,45 @@ def compare_training(
             # One process per path and round, not per setting: the path's
             # start-up settings (the scratch pool) are the same for all
             # device counts, and the thread budget is set per call.
-            seconds = in_fresh_process_each(
+            # The limit's rate is measured in every child, after its
+            # steps: this machine's speed drifts over minutes, so a rate
+            # measured once, before, can belong to a faster or slower
+            # moment than the steps it is compared with.
+            *seconds, rate = in_fresh_process_each(
                 defaults[path],
-                _epoch_seconds,
-                [(path, k, batch_size, steps) for k in counts],
+                _measure,
+                [('epoch', path, k, batch_size, steps) for k in counts]
+                + [('rate',)],
                 timeout,
             )
+            rates.append(rate)
+            own_limit = 1000 * flops / (rate * 1e9)
             for k, sec in zip(counts, seconds):
                 times[path, k].append(1000 * sec / steps)
+                ratios[path, k].append(times[path, k][-1] / own_limit)
                 if progress:
                     progress(
                         f'round {r + 1}/{rounds}: {path} on {k} device(s): '
-                        f'{times[path, k][-1]:.1f} ms/step'
+                        f'{times[path, k][-1]:.1f} ms/step, '
+                        f'{ratios[path, k][-1]:.2f}x the limit measured '
+                        f'in the same process ({rate:.0f} GFLOP/s)'
                     )
+    gflops = statistics.median(rates)
+    limit_ms = 1000 * flops / (gflops * 1e9)
     rows = []
     for (path, k), values in times.items():
         ms = statistics.median(values)
         rows.append(
             dict(path=path, devices=k, ms_per_step=ms, rounds=values,
-                 limit_ms=limit_ms, ratio=ms / limit_ms)
+                 limit_ms=limit_ms,
+                 ratio=statistics.median(ratios[path, k]),
+                 ratios=ratios[path, k])
         )  # fmt: skip
     return dict(
         rows=rows,
         flops_per_step=flops,
         gflops=gflops,
+        gflops_rounds=rates,
         cores=cores,
         batch_size=batch_size,
     )
@@ -300,6 +337,12 @@ def compare_rounds(result, a, b):
     return 'not clearly different from'
 
 
+def _range(result):
+    """'3 runs: 110-149' for the rates behind the limit."""
+    rates = result.get('gflops_rounds') or [result['gflops']]
+    return f'{len(rates)} runs: {min(rates):.0f}-{max(rates):.0f}'
+
+
 def format_training(result):
     """The table of :func:`compare_training`, with speed-ups."""
     rows = result['rows']
@@ -307,8 +350,8 @@ def format_training(result):
     lines = [
         f'limit: {result["flops_per_step"] / 1e9:.2f} GFLOP per step of '
         f'{result["batch_size"]} examples at {result["gflops"]:.0f} '
-        f'GFLOP/s (matrix product on {result["cores"]} cores) = '
-        f'{rows[0]["limit_ms"]:.1f} ms',
+        f'GFLOP/s (matrix product on {result["cores"]} cores, median of '
+        f'{_range(result)}) = {rows[0]["limit_ms"]:.1f} ms',
         f'{"path":>7} {"devices":>8} {"ms/step":>9} {"x limit":>8} '
         f'{"vs d2l":>7}',
     ]
@@ -318,6 +361,10 @@ def format_training(result):
             f'{r["path"]:>7} {r["devices"]:>8} {r["ms_per_step"]:>9.1f} '
             f'{r["ratio"]:>7.2f}x {d2l / r["ms_per_step"]:>6.2f}x'
         )
+    lines.append(
+        "x limit: each run's ms/step over the limit measured in the same "
+        'process, median over runs'
+    )
     return '\n'.join(lines)
 
 
