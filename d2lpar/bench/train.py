@@ -426,12 +426,16 @@ def _phases(num_devices, budget, batch_size, steps):
         step(False)
     npx.waitall()
     profiler.set_state('stop')
-    return dict(
+    result = dict(
         step_ms=step_ms,
         threads=[dp.worker_threads(d) for d in devices],
         phases={p: statistics.median(v) for p, v in phases.items()},
         operators=_operator_ms(profiler.dumps(reset=True), steps),
     )
+    # The limit's rate, here and now (see compare_training): last, since
+    # it gives cpu(0) every core.
+    result['gflops'] = _measure('rate')
+    return result
 
 
 def _operator_ms(table, steps):
@@ -488,7 +492,9 @@ def profile_training(configs=PROFILES, batch_size=256, steps=10,
         In the order of ``configs``, per label: ``step_ms``, ``threads``
         (each device's OpenMP threads when it ran), ``phases`` (median
         ms), ``operators`` (ms per step by operator name, summed over
-        devices, largest first) and ``waiting`` (ms).
+        devices, largest first), ``waiting`` (ms) and ``gflops`` (the
+        matrix product's rate on every core, measured in the same process
+        right after, for the limit).
     """
     # MXNet's default of one thread needs a process the budget never
     # touched; the budgeted settings share one (it sets the threads per
