@@ -1,7 +1,7 @@
 """Open the built book in headless Chromium (slow; after `make book`).
 
-Checks what a reader sees: the training chapter's figures, its glued
-numbers, no error output, formulas typeset offline by the MathJax the
+Checks what a reader sees: the training and machine-limit chapters'
+figures, their glued numbers, no error output, formulas typeset offline by the MathJax the
 build installed. A screenshot is kept in _build/screenshots/.
 """
 
@@ -57,18 +57,29 @@ def visible_text(dom):
     return re.sub(r'\s+', ' ', re.sub(r'<[^>]+>', ' ', dom))
 
 
-def test_training_page_as_a_reader_sees_it(tmp_path):
-    """The training chapter shows its plots, its glued accuracies, times
-    and speed-up, the devices it ran on, and no traceback or stderr."""
-    dom = chromium('training.html', '--dump-dom', tmp_path=tmp_path)
-    images = re.findall(r'<img [^>]*src="([^"]+)"', dom)  # no logo set
-    # One side-by-side plot of both runs (not the same curves twice), the
-    # benchmark beside the limit, and the profile.
-    assert len(images) == 3, images
+def assert_images(dom, count):
+    """``count`` images (no logo is set), each a file the build wrote."""
+    images = re.findall(r'<img [^>]*src="([^"]+)"', dom)
+    assert len(images) == count, images
     for src in images:
         assert os.path.exists(
             os.path.normpath(os.path.join(HTML, 'book', src))
         ), src
+
+
+def assert_clean(dom, text):
+    """No traceback, no stderr output, no unresolved glue role."""
+    assert 'Traceback (most recent call last)' not in text
+    assert not re.search(r'class="[^"]*(traceback|stderr)', dom)
+    assert 'glue:' not in text
+
+
+def test_training_page_as_a_reader_sees_it(tmp_path):
+    """The training chapter shows its plots, its glued accuracies, times
+    and speed-up, the devices it ran on, and no traceback or stderr."""
+    dom = chromium('training.html', '--dump-dom', tmp_path=tmp_path)
+    # One side-by-side plot of both runs (not the same curves twice).
+    assert_images(dom, 1)
     text = visible_text(dom)
     assert re.search(
         r'reached a test accuracy of 0\.\d\d after \d+ '
@@ -82,9 +93,7 @@ def test_training_page_as_a_reader_sees_it(tmp_path):
     )
     assert re.search(r'speed-up of \d+\.\d\dx', text)
     assert 'cpu(0) and cpu(1)' in text or 'gpu(0) and gpu(1)' in text
-    assert 'Traceback (most recent call last)' not in text
-    assert not re.search(r'class="[^"]*(traceback|stderr)', dom)
-    assert 'glue:' not in text
+    assert_clean(dom, text)
     os.makedirs(SHOTS, exist_ok=True)
     shot = os.path.join(SHOTS, 'training.png')
     chromium(
@@ -94,6 +103,22 @@ def test_training_page_as_a_reader_sees_it(tmp_path):
         tmp_path=tmp_path,
     )
     assert os.path.getsize(shot) > 10000
+
+
+def test_limit_page_as_a_reader_sees_it(tmp_path):
+    """The chapter on the machine's limit shows the benchmark beside the
+    limit and the profile (two plots), with the limit and the steps'
+    distance from it glued in."""
+    dom = chromium('machine-limit.html', '--dump-dom', tmp_path=tmp_path)
+    assert_images(dom, 2)
+    text = visible_text(dom)
+    assert re.search(r'no step can take less than \d+\.\d ms here', text)
+    assert re.search(
+        r'\d+ ms on one device and \d+ ms on two: \d+\.\d and \d+\.\d '
+        r'times the limit',
+        text,
+    )
+    assert_clean(dom, text)
 
 
 def test_formulas_typeset_offline(tmp_path):

@@ -22,6 +22,7 @@ PLOTTING = {
     'splitting-the-work.md',
     'split-batch.md',
     'training.md',
+    'machine-limit.md',
     'allreduce-algorithms.md',
     'cost-model.md',
     'measuring.md',
