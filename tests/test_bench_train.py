@@ -104,6 +104,21 @@ def test_format_training_ratios():
     )
 
 
+def test_format_profile_gives_each_step_against_its_own_limit():
+    profile = {
+        'one': dict(step_ms=60.0, limit_ms=30.0, gflops=113.0,
+                    phases={'forward': 20.0, 'backward': 40.0},
+                    operators={'Convolution': 12.5}),
+    }  # fmt: skip
+    first, op = bt.format_profile(profile).splitlines()
+    assert first.startswith(
+        'one: step 60.0 ms = 2.0x the limit (30.0 ms at 113 GFLOP/s, '
+        'measured in the same process)'
+    )
+    assert first.endswith('forward 20.0, backward 40.0 (ms)')
+    assert op.split() == ['Convolution', '12.5', 'ms/step']
+
+
 def _starts_a_process():
     child = multiprocessing.get_context('spawn').Process(
         target=time.sleep, args=(0,)
@@ -215,4 +230,8 @@ def test_profile_training_gives_every_configuration_in_order():
         assert 'Convolution' in r['operators']
         assert r['waiting'] == pytest.approx(
             max(0.0, sum(r['phases'].values()) - r['step_ms'])
+        )
+        # the limit at the rate measured in the same process
+        assert r['limit_ms'] == pytest.approx(
+            1000 * bt.lenet_flops(16) / (r['gflops'] * 1e9)
         )

@@ -494,7 +494,7 @@ def profile_training(configs=PROFILES, batch_size=256, steps=10,
         ms), ``operators`` (ms per step by operator name, summed over
         devices, largest first), ``waiting`` (ms) and ``gflops`` (the
         matrix product's rate on every core, measured in the same process
-        right after, for the limit).
+        right after) and ``limit_ms`` (the step's FLOPs at that rate).
     """
     # MXNet's default of one thread needs a process the budget never
     # touched; the budgeted settings share one (it sets the threads per
@@ -513,6 +513,9 @@ def profile_training(configs=PROFILES, batch_size=256, steps=10,
         for (label, _, _), result in zip(group, results):
             result['waiting'] = max(
                 0.0, sum(result['phases'].values()) - result['step_ms']
+            )
+            result['limit_ms'] = (
+                1000 * lenet_flops(batch_size) / (result['gflops'] * 1e9)
             )
             out[label] = result
     return {label: out[label] for label, _, _ in configs}
@@ -534,8 +537,11 @@ def format_profile(profile, top=6):
     for label, p in profile.items():
         phases = ', '.join(f'{n} {ms:.1f}' for n, ms in p['phases'].items())
         lines.append(
-            f'{label}: step {p["step_ms"]:.1f} ms; with a waitall after '
-            f'each phase: {phases} (ms)'
+            f'{label}: step {p["step_ms"]:.1f} ms = '
+            f'{p["step_ms"] / p["limit_ms"]:.1f}x the limit '
+            f'({p["limit_ms"]:.1f} ms at {p["gflops"]:.0f} GFLOP/s, measured '
+            f'in the same process); with a waitall after each phase: '
+            f'{phases} (ms)'
         )
         for name, ms in list(p['operators'].items())[:top]:
             lines.append(f'    {name:<28} {ms:7.1f} ms/step')
