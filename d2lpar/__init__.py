@@ -30,7 +30,7 @@ the CUDA build mxnet-cuXXX==1.9.1; "d2lpar[notebook]" adds Jupyter.
 Data: Fashion-MNIST is read from $D2LPAR_DATA, or pass root= to
 load_fashion_mnist (see its docstring for the other places searched).
 
-Importing d2lpar has two side effects on MXNet, both needed before its
+Importing d2lpar has three side effects on MXNet, all needed before its
 first operator runs:
 
 - ``MXNET_CPU_TEMP_COPY`` is set to ``CPU_TEMP_COPY`` (64) unless already
@@ -39,11 +39,17 @@ first operator runs:
   buffers and run one after the other (the training chapter measures it).
 - ``npx.set_np()`` (in ``d2lpar.model``): MXNet's NumPy interface, as in
   d2l, so arrays are ``mxnet.np.ndarray``.
+- ``cpu(0)``'s worker gets every core (``threads.claim_every_core``):
+  a worker's OpenMP threads may later go down but never up, since
+  MXNet's cached oneDNN operators crash when run with more threads than
+  they were built for.
 
 Training through the library (``train_batch``, ``train``,
 ``train_concise``) also sets how many OpenMP threads each CPU device's
 worker uses: all cores for one device, one each for k devices
-(``thread_budget``; MXNet's default is one thread per device).
+(``thread_budget``; MXNet's default is one thread per device). A device
+that has trained beside others keeps one thread for the rest of the
+process.
 """
 
 import os
@@ -285,6 +291,11 @@ from .accumulation import CountingAllreduce, accumulate_step
 __all__ += ['accumulation', 'CountingAllreduce', 'accumulate_step']
 
 # Performance: cores per device.
-from .threads import thread_budget, worker_threads
+from .threads import claim_every_core, thread_budget, worker_threads
 
 __all__ += ['thread_budget', 'worker_threads']
+# Before any operator runs on it: a worker's threads can only go down
+# later (d2lpar.threads explains the crash it avoids).
+import mxnet as _mx  # noqa: E402
+
+claim_every_core(_mx.cpu(0))

@@ -25,6 +25,19 @@ hangs" trap). One thread per device never calls the threaded product,
 and ``tests/test_threads.py`` runs the trap's setting under the budget.
 On a machine with more cores than devices this leaves cores idle.
 
+A worker's threads may go down but never up again. MXNet builds each
+oneDNN operator (a convolution, a pooling) once per worker and input
+shape, for the thread count of that moment, and caches it. Run later with
+more threads, the cached operator writes past its buffers: training one
+device after two in the same process crashed with a segmentation fault,
+or glibc's "corrupted double-linked list", in 3 of 3 runs here (``gdb``:
+in ``MKLDNNConvolutionForwardFullFeature``), while going from two
+threads to one never did. MXNet offers no way to empty that cache, so
+:func:`thread_budget` never raises a worker above the fewest threads it
+has had, and says so once per device. Since MXNet starts every worker at
+one thread, ``import d2lpar`` gives ``cpu(0)``, the device that trains
+alone, every core before anything runs on it (:func:`claim_every_core`).
+
 Threads of one device wait for each other at the end of every operator.
 By default the OpenMP runtime spins a while before sleeping, which is the
 fastest on an idle machine (88 ms against 96-136 ms per LeNet step with
@@ -43,9 +56,13 @@ import warnings
 
 import mxnet as mx
 
-# The budget each context's worker thread has now, as set by this module
+# The threads each context's worker has now, as set or first seen here
 # (MXNet starts every worker at 1 unless OMP_NUM_THREADS says otherwise).
 _APPLIED = {}
+# The fewest threads each worker has had: never raised above (docstring).
+_LOWEST = {}
+# Contexts already warned about keeping fewer threads than asked.
+_KEPT_WARNED = set()
 # Non-empty once the "no OpenMP" warning was given.
 _WARNED = []
 # The engine calls back a C function; ctypes needs these signatures.
@@ -141,23 +158,90 @@ def worker_threads(ctx):
     return seen[0]
 
 
-def thread_budget(devices):
+def _set_threads(ctx, threads):
+    """Set the worker of ``ctx`` to ``threads``; remember the lowest."""
+    openmp = _openmp()
+    run_on_worker(ctx, lambda: openmp.omp_set_num_threads(threads))
+    _APPLIED[ctx] = threads
+    _LOWEST[ctx] = min(threads, _LOWEST.get(ctx, threads))
+
+
+def claim_every_core(ctx):
+    """Give ``ctx``'s worker every core before it runs any operator.
+
+    :func:`thread_budget` never raises a worker above the fewest threads
+    it has had (see the module docstring), and a worker MXNet starts runs
+    at one thread, so a device could never get every core. ``import
+    d2lpar`` calls this for ``cpu(0)``, the device that trains alone;
+    the benchmarks call it for a context they use for nothing else.
+
+    Parameters
+    ----------
+    ctx : mxnet.Context
+        A CPU context on which no operator has run yet: this cannot be
+        checked, and one that ran at fewer threads may crash later.
+
+    Returns
+    -------
+    int
+        The threads its worker has now (1 without an OpenMP runtime).
+    """
+    if ctx in _LOWEST or _openmp() is None:
+        return _APPLIED.get(ctx, 1)
+    _set_threads(ctx, total_threads())
+    return _APPLIED[ctx]
+
+
+def mxnet_default_threads():
+    """The threads MXNet starts each worker with: OMP_NUM_THREADS, or 1."""
+    value = os.environ.get('OMP_NUM_THREADS', '').split(',')[0].strip()
+    return int(value) if value.isdigit() and int(value) > 0 else 1
+
+
+def _warn_kept(ctx, wanted):
+    """Say once per context why it keeps fewer threads than asked for."""
+    if ctx in _KEPT_WARNED:
+        return
+    _KEPT_WARNED.add(ctx)
+    warnings.warn(
+        f'thread_budget: {ctx} keeps {_LOWEST[ctx]} thread(s) instead of '
+        f'{wanted}: its worker already ran with {_LOWEST[ctx]}, and '
+        "MXNet's oneDNN operators, cached per shape on each worker, "
+        'crash when run with more threads than they were built for. '
+        'Training is correct, only slower. To give one device every '
+        'core, train it before several devices, or restart Python.',
+        stacklevel=3,
+    )
+
+
+def thread_budget(devices, per_device=None):
     """Let one CPU device use every core, and k devices one thread each.
 
     Called by :func:`d2lpar.train_batch` (so by every trainer of the
     library) and cheap when nothing changes. GPU contexts are skipped.
+    A worker is never raised above the fewest threads it has had in this
+    process (a crash otherwise, see the module docstring): such a device
+    keeps its count, with a warning once per device.
 
     Parameters
     ----------
     devices : list of mxnet.Context
         The devices about to train together.
+    per_device : int, optional
+        Threads for each device instead of the default. More than one
+        is allowed only for a single device.
 
     Returns
     -------
     dict
-        ``{context: threads}`` for each CPU context of ``devices``:
-        :func:`total_threads` for a single CPU context, 1 each for
-        several.
+        ``{context: threads}`` for each CPU context of ``devices``, as
+        applied: :func:`total_threads` for a single CPU context, 1 each
+        for several, or fewer where a worker already ran with fewer.
+
+    Raises
+    ------
+    ValueError
+        If ``per_device`` is below 1, or above 1 for several devices.
 
     Examples
     --------
@@ -168,34 +252,45 @@ def thread_budget(devices):
     cpus = [d for d in devices if d.device_type == 'cpu']
     if not cpus:
         return {}
-    # More than one thread per device only when no other device can call
-    # OpenBLAS at the same time (see the module docstring).
-    share = total_threads() if len(cpus) == 1 else 1
-    budget = {ctx: share for ctx in cpus}
-    if all(_APPLIED.get(ctx) == share for ctx in cpus):
-        return budget
+    if per_device is None:
+        # More than one thread per device only when no other device can
+        # call OpenBLAS at the same time (see the module docstring).
+        per_device = total_threads() if len(cpus) == 1 else 1
+    elif per_device < 1 or (per_device > 1 and len(cpus) > 1):
+        raise ValueError(
+            f'thread_budget: per_device={per_device!r} for {len(cpus)} '
+            'CPU device(s); give at least 1, and more than 1 only to a '
+            'single device (two threaded OpenBLAS calls hang, see '
+            "d2lpar.threads' docstring)"
+        )
     openmp = _openmp()
     if openmp is None:  # not Linux, or an MXNet built without OpenMP
-        if _WARNED:  # once, not at every step
-            return {ctx: 1 for ctx in cpus}
-        _WARNED.append(True)
-        warnings.warn(
-            'thread_budget: no OpenMP runtime (libgomp) found in this '
-            "process, so each CPU device keeps MXNet's default of one "
-            'thread; training works, only slower on several cores',
-            stacklevel=2,
-        )
+        if not _WARNED:  # once, not at every step
+            _WARNED.append(True)
+            warnings.warn(
+                'thread_budget: no OpenMP runtime (libgomp) found in this '
+                "process, so each CPU device keeps MXNet's default of one "
+                'thread; training works, only slower on several cores',
+                stacklevel=2,
+            )
         return {ctx: 1 for ctx in cpus}
-    if share > 1:
+    for ctx in cpus:
+        if ctx not in _LOWEST:  # first seen: all it ran, it ran at this
+            _APPLIED[ctx] = _LOWEST[ctx] = worker_threads(ctx)
+    budget = {ctx: min(per_device, _LOWEST[ctx]) for ctx in cpus}
+    for ctx, threads in budget.items():
+        if threads < per_device:
+            _warn_kept(ctx, per_device)
+    if all(_APPLIED[ctx] == n for ctx, n in budget.items()):
+        return budget
+    if max(budget.values()) > 1:
         # At most one context may hold several threads at a time: lower
         # every other first. run_on_worker waits for that context's
         # queued work, so two threaded products never overlap even when
-        # one device per call is trained in turn (local SGD does).
+        # one device per call is trained in turn.
         for ctx, threads in list(_APPLIED.items()):
             if threads > 1 and ctx not in budget:
-                run_on_worker(ctx, lambda: openmp.omp_set_num_threads(1))
-                _APPLIED[ctx] = 1
-    for ctx in cpus:
-        run_on_worker(ctx, lambda: openmp.omp_set_num_threads(share))
-        _APPLIED[ctx] = share
+                _set_threads(ctx, 1)
+    for ctx, threads in budget.items():
+        _set_threads(ctx, threads)
     return budget

@@ -124,10 +124,18 @@ def format_steps(rows):
     return '\n'.join(lines)
 
 
-def round_order(items, r):
-    """``items`` in order on even rounds ``r``, reversed on odd ones, so
-    that no item is always measured first in its process."""
-    return list(items)[:: -1 if r % 2 else 1]
+def round_order(device_counts, r):
+    """``device_counts`` in order on even rounds ``r``, reversed on odd
+    ones, so that no count is always measured first in its process;
+    except 1, always first.
+
+    One device must come first: a device that trained beside others
+    keeps one thread for the rest of its process (see
+    :mod:`d2lpar.threads`), so one device measured after two would use
+    one core, not every core.
+    """
+    ordered = list(device_counts)[:: -1 if r % 2 else 1]
+    return sorted(ordered, key=lambda k: k != 1)  # stable: 1, then rest
 
 
 def in_fresh_process_each(env, fn, arg_list, timeout):

@@ -28,6 +28,9 @@ import statistics
 from .step import _in_fresh_process, in_fresh_process_each, round_order
 
 PATHS = ('d2l', 'd2lpar')
+# The CPU context the matrix product's rate is measured on: one no
+# benchmark trains on, so its worker can be given every core first.
+RATE_CONTEXT = 31
 # d2l.get_dataloader_workers() on Linux: the processes d2l's loader starts.
 D2L_LOADER_WORKERS = 4
 
@@ -75,19 +78,19 @@ def lenet_flops(batch_size=1, layers=None):
     return batch_size * total
 
 
-def matmul_rate(n=1024, repeats=7):
+def matmul_rate(n=1024, repeats=7, ctx=None):
     """GFLOP/s of an ``n x n`` matrix product in this process.
 
-    Run it where cpu(0)'s worker uses the cores to count: a process
-    started with ``OMP_NUM_THREADS`` set (:func:`machine_limit`) or after
-    :func:`d2lpar.thread_budget` gave cpu(0) every core
-    (:func:`compare_training`).
+    Run it on a context whose worker uses the cores to count: cpu(0) in a
+    process started with ``OMP_NUM_THREADS`` set (:func:`machine_limit`),
+    or a context given every core before it ran anything (``ctx``, as
+    :func:`compare_training` does).
     """
-    from mxnet import np
+    from mxnet import np, npx
 
     from .timing import median_seconds
 
-    A = np.ones((n, n), dtype='float32')
+    A = np.ones((n, n), dtype='float32', ctx=ctx or npx.cpu(0))
     seconds = median_seconds(lambda: np.dot(A, A), repeats, 2)
     return 2 * n**3 / seconds / 1e9
 
@@ -115,12 +118,15 @@ def _measure(what, *args):
         return _epoch_seconds(*args)
     from mxnet import npx
 
-    from ..threads import thread_budget
+    from ..threads import claim_every_core
 
-    # Last in the child: the budget gives cpu(0) every core, which would
-    # change the d2l path's MXNet defaults if it came first.
-    thread_budget([npx.cpu(0)])
-    return matmul_rate()
+    # On a context of its own, given every core before it runs anything:
+    # cpu(0) may have trained beside other devices and keeps one thread
+    # then (d2lpar.threads), or runs the d2l path at MXNet's default.
+    npx.waitall()  # nothing else computes while the product is timed
+    ctx = npx.cpu(RATE_CONTEXT)
+    claim_every_core(ctx)
+    return matmul_rate(ctx=ctx)
 
 
 def _data(batch_size, steps, loader_workers):
@@ -196,6 +202,10 @@ def _epoch_seconds(path, num_devices, batch_size, steps):
         return result.epoch_seconds[1]
     from time import perf_counter
 
+    from ..threads import mxnet_default_threads, thread_budget
+
+    # MXNet's default for cpu(0), which import d2lpar gave every core.
+    thread_budget(devices[:1], per_device=mxnet_default_threads())
     data = _data(batch_size, steps, D2L_LOADER_WORKERS)
     params = [get_params(init_lenet_params(0, 0.1), d) for d in devices]
     for _ in range(2):  # the first pass warms up
@@ -383,8 +393,9 @@ def _phases(num_devices, budget, batch_size, steps):
     X = np.array(rng.uniform(size=(batch_size, 1, 28, 28)), dtype='float32')
     y = np.array(rng.integers(0, 10, batch_size), dtype='int32')
     devices = dp.devices(num_devices)
-    if budget:
-        dp.thread_budget(devices)
+    # Without the budget: MXNet's default of one thread, which cpu(0)
+    # had before import d2lpar gave it every core.
+    dp.thread_budget(devices, per_device=None if budget else 1)
     params = [dp.get_params(dp.init_lenet_params(0, 0.1), d) for d in devices]
     phases = {p: [] for p in ('forward', 'backward', 'allreduce', 'update')}
 
@@ -432,8 +443,8 @@ def _phases(num_devices, budget, batch_size, steps):
         phases={p: statistics.median(v) for p, v in phases.items()},
         operators=_operator_ms(profiler.dumps(reset=True), steps),
     )
-    # The limit's rate, here and now (see compare_training): last, since
-    # it gives cpu(0) every core.
+    # The limit's rate, here and now (see compare_training), on a
+    # context of its own.
     result['gflops'] = _measure('rate')
     return result
 
