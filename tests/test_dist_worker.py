@@ -50,3 +50,38 @@ def test_shards_cover_each_minibatch_and_know_its_size():
     assert [s for s, _ in seen[0]] == [[0, 1], [4, 5], [7]]
     assert [s for s, _ in seen[1]] == [[2, 3], [6], [8]]
     assert [n for _, n in seen[0]] == [4, 3, 2]
+
+
+def test_rank0_checkpoint_exists_when_its_epoch_line_is_printed(
+    tmp_path, monkeypatch
+):
+    """Whoever reads rank 0's "epoch N:" line (the failures chapter kills
+    a server on it) can rely on that epoch's checkpoint being on disk."""
+    import io
+    import os
+    import sys
+    from types import SimpleNamespace
+
+    import d2lpar as dp
+    from d2lpar.dist.worker import WorkerEpochs
+
+    path = str(tmp_path / 'run.npz')
+    seen = []
+
+    class Watch(io.StringIO):
+        def write(self, text):
+            if 'epoch 1:' in text:
+                seen.append(os.path.exists(path))
+            return super().write(text)
+
+    engine = SimpleNamespace(
+        name='kvstore', rank=0, num_workers=2, asynchronous=False
+    )
+    params = dp.init_lenet_params(0, 0.1)
+    epochs = WorkerEpochs(engine, params, 0.1, None, None, path)
+    result = SimpleNamespace(
+        epochs_done=1, epoch_seconds=[0.5], test_acc=[0.5], train_loss=[1.0]
+    )
+    monkeypatch.setattr(sys, 'stdout', Watch())
+    epochs.end_epoch(result)
+    assert seen == [True]

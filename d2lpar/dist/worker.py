@@ -184,10 +184,12 @@ class WorkerEpochs:
             record['wait_seconds'] = self.waited
             line += f', {record["stale_steps"]}/{self.steps} steps stale'
         self.stats['epochs'].append(record)
-        print(line, flush=True)
+        # Checkpoint before the line: once rank 0 has printed an epoch,
+        # its checkpoint exists (the failures chapter kills on the line).
         if engine.rank == 0 and self.save_to:
             save_checkpoint(self.params, self.save_to, epoch,
                             engine.num_workers)
+        print(line, flush=True)
         self.steps, self.stale = 0, 0
 
 
