@@ -105,6 +105,18 @@ def test_dist_async_learns(tmp_path):
     assert stats['epochs'][-1]['test_acc'] > 0.5
 
 
+def test_two_workers_split_the_machines_cores(tmp_path, monkeypatch):
+    """Each of 2 workers on this machine trains with half its cores (at
+    least 1): importing d2lpar gives cpu(0) every core, and two workers
+    with every core each ran 25-70x slower per step."""
+    monkeypatch.delenv('OMP_NUM_THREADS', raising=False)
+    root = tmp_path / 'data'
+    write_banded(root, n_train=64, n_test=16)
+    args = ['--epochs', '1', '--batch-size', '16', '--data', str(root)]
+    _, stats = job(tmp_path, args)
+    assert stats['threads'] == max(1, dp.threads.available_cores() // 2)
+
+
 def test_one_async_worker_equals_one_sync_worker(tmp_path):
     """With one worker nothing can be stale: dist_async (the server
     steps) ends with dist_sync's parameters (the worker steps) to float32

@@ -135,6 +135,28 @@ def test_one_device_after_several_in_one_process_does_not_crash():
     assert line == 'finished on 1 thread'
 
 
+@pytest.mark.parametrize('omp, processes', [('', 2), ('', 1), ('1', 2)])
+def test_share_cores_gives_each_process_its_share(omp, processes):
+    # The worker of a k-process job: cores // k threads, or the user's
+    # OMP_NUM_THREADS, and its device's worker really has that many.
+    code = f"""
+    import mxnet as mx
+    import d2lpar as dp
+    n = dp.threads.share_cores({processes})
+    print(n, dp.worker_threads(mx.cpu(0)), dp.threads.available_cores())
+    """
+    n, applied, cores = map(
+        int, run_fresh(code, {'OMP_NUM_THREADS': omp}).split()
+    )
+    want = int(omp) if omp else max(1, cores // processes)
+    assert (n, applied) == (want, want)
+
+
+def test_share_cores_refuses_no_processes():
+    with pytest.raises(ValueError, match='num_processes=0'):
+        threads.share_cores(0)
+
+
 @pytest.mark.parametrize('per_device', [0, 2])
 def test_bad_per_device_is_refused(per_device):
     with pytest.raises(ValueError, match=f'per_device={per_device}'):

@@ -23,6 +23,7 @@ from ..evaluation import evaluate_accuracy
 from ..model import LENET_SHAPES, init_lenet_params, lenet
 from ..parameters import get_params
 from ..splitting import shard_ranges
+from ..threads import share_cores
 from ..training import count_correct, cross_entropy
 from .checkpoint import load_checkpoint, save_checkpoint
 from .engines import make_engine
@@ -240,7 +241,8 @@ def run_worker(epochs=1, batch_size=64, lr=0.1, seed=0, init_scale=0.1,
         :func:`d2lpar.dist.launch.launch`) or ``'horovod'`` (under
         ``horovodrun``); see :func:`d2lpar.dist.engines.make_engine`.
     stats_to : str, optional
-        Rank 0 writes the engine, number of workers, and each epoch's
+        Rank 0 writes the engine, number of workers, its OpenMP threads
+        (:func:`d2lpar.threads.share_cores`), and each epoch's
         steps, seconds, test accuracy, train loss (its own shards) and,
         on ``dist_async``, stale steps here as JSON.
     kvstore : str, optional
@@ -261,6 +263,9 @@ def run_worker(epochs=1, batch_size=64, lr=0.1, seed=0, init_scale=0.1,
         For a kvstore mode that the engine or the launcher contradicts.
     """
     engine = make_engine(engine, kvstore_mode(kvstore))
+    # The job's workers share this machine's cores (as every job of the
+    # book does; on a cluster, set OMP_NUM_THREADS per process instead).
+    threads = share_cores(engine.num_workers)
     params, done = start_state(engine, seed, init_scale, save_to, resume)
     if done:
         print(f'rank {engine.rank}: resuming after epoch {done}', flush=True)
@@ -271,6 +276,7 @@ def run_worker(epochs=1, batch_size=64, lr=0.1, seed=0, init_scale=0.1,
         engine.set_optimizer(lr, batch_size * engine.num_workers)
     shards = Shards(train_iter, engine.rank, engine.num_workers)
     job = WorkerEpochs(engine, params, lr, shards, test_iter, save_to)
+    job.stats['threads'] = threads
     result = TrainResult([], [], [mx.cpu()], batch_size * engine.num_workers,
                          lr)
     run_epochs(job.step, shards, job.evaluate, epochs, result,
