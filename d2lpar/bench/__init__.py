@@ -11,6 +11,8 @@ in the same run:
 - :mod:`d2lpar.bench.train`: training the way d2l does vs the library's
   default path, on 1, 2 and 4 devices, beside the FLOP limit, and a
   profile of the step;
+- :mod:`d2lpar.bench.resnet`: ResNet-18 steps with Gluon's trainer, on
+  1 and 2 devices (the concise chapter's exercise);
 - :mod:`d2lpar.bench.engines`: parameter server vs Horovod, step time
   and loopback bytes;
 - :mod:`d2lpar.bench.network`: the same jobs on an emulated network,
@@ -19,6 +21,14 @@ in the same run:
   step).
 """
 
-from . import allreduce, engines, network, step, timing, train
+from . import allreduce, engines, network, resnet, step, timing, train
 
-__all__ = ['allreduce', 'engines', 'network', 'step', 'timing', 'train']
+__all__ = [
+    'allreduce',
+    'engines',
+    'network',
+    'resnet',
+    'step',
+    'timing',
+    'train',
+]

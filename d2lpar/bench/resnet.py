@@ -1,0 +1,66 @@
+"""ResNet-18 steps with the concise (Gluon) trainer, for the concise
+chapter's exercise: far more arithmetic per image than LeNet.
+
+Run each setting list in a fresh process
+(:func:`d2lpar.bench.step.in_fresh_process_each`), one device first, so
+that one device gets every core and several devices one each (a device
+that trained beside others keeps one thread, see :mod:`d2lpar.threads`).
+"""
+
+import time
+
+
+def time_resnet18(num_devices, per_device=32, steps=2, seed=0):
+    """Seconds per image of a data-parallel ResNet-18 step, in this process.
+
+    Gluon's ``resnet18_v1`` (10 classes) on random 28x28 images, trained
+    with :func:`d2lpar.train_batch_concise` and a ``'device'`` kvstore.
+    The first step allocates memory and is not timed.
+
+    Parameters
+    ----------
+    num_devices : int
+        Devices from :func:`d2lpar.devices`.
+    per_device : int, optional
+        Images per device per step.
+    steps : int, optional
+        Timed steps (at least 1), each ended by ``npx.waitall()``.
+    seed : int, optional
+
+    Returns
+    -------
+    seconds_per_image : float
+    num_params : int
+        The model's parameter count.
+
+    Raises
+    ------
+    ValueError
+        If ``steps`` is below 1.
+    """
+    if steps < 1:
+        raise ValueError(f'time_resnet18: steps={steps!r}; time at least 1')
+    import numpy as onp
+    from mxnet import gluon, init, np, npx
+    from mxnet.gluon.model_zoo import vision
+
+    import d2lpar as dp
+
+    devices = dp.devices(num_devices)
+    net = vision.resnet18_v1(classes=10)
+    net.initialize(init.Xavier(), ctx=devices)
+    trainer = gluon.Trainer(
+        net.collect_params(), 'sgd', {'learning_rate': 0.1}, kvstore='device'
+    )
+    batch = num_devices * per_device
+    rng = onp.random.default_rng(seed)
+    X = np.array(rng.uniform(size=(batch, 1, 28, 28)), dtype='float32')
+    y = np.array(rng.integers(0, 10, batch), dtype='int32')
+    for i in range(steps + 1):
+        if i == 1:  # the first step allocates memory: not timed
+            tic = time.perf_counter()
+        dp.train_batch_concise(X, y, net, trainer, devices)
+        npx.waitall()
+    seconds = (time.perf_counter() - tic) / (steps * batch)
+    params = net.collect_params().values()
+    return seconds, sum(p.data(devices[0]).size for p in params)
