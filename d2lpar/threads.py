@@ -38,6 +38,10 @@ has had, and says so once per device. Since MXNet starts every worker at
 one thread, ``import d2lpar`` gives ``cpu(0)``, the device that trains
 alone, every core before anything runs on it (:func:`claim_every_core`).
 
+Processes share cores the same way: each worker of a multi-process job
+imports ``d2lpar``, so each would run every core's threads on the same
+cores. :func:`share_cores` lowers a worker to its share of them.
+
 Threads of one device wait for each other at the end of every operator.
 By default the OpenMP runtime spins a while before sleeping, which is the
 fastest on an idle machine (88 ms against 96-136 ms per LeNet step with
