@@ -291,9 +291,14 @@ from .accumulation import CountingAllreduce, accumulate_step
 __all__ += ['accumulation', 'CountingAllreduce', 'accumulate_step']
 
 # Performance: cores per device.
-from .threads import claim_every_core, thread_budget, worker_threads
+from .threads import (
+    ThreadBudgetWarning,
+    claim_every_core,
+    thread_budget,
+    worker_threads,
+)
 
-__all__ += ['thread_budget', 'worker_threads']
+__all__ += ['ThreadBudgetWarning', 'thread_budget', 'worker_threads']
 # Before any operator runs on it: a worker's threads can only go down
 # later (d2lpar.threads explains the crash it avoids).
 import mxnet as _mx  # noqa: E402

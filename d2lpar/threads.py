@@ -69,6 +69,16 @@ _LOWEST = {}
 _KEPT_WARNED = set()
 # Non-empty once the "no OpenMP" warning was given.
 _WARNED = []
+
+
+class ThreadBudgetWarning(UserWarning):
+    """A CPU device keeps fewer threads than asked (see the docstring).
+
+    Its own category so that code which knows its speed does not matter
+    (a check's reference computation) can silence just this warning.
+    """
+
+
 # The engine calls back a C function; ctypes needs these signatures.
 _SYNC_FUNC = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
 
@@ -257,6 +267,7 @@ def _warn_kept(ctx, wanted):
         'crash when run with more threads than they were built for. '
         'Training is correct, only slower. To give one device every '
         'core, train it before several devices, or restart Python.',
+        ThreadBudgetWarning,
         stacklevel=3,
     )
 

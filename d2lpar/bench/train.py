@@ -480,7 +480,7 @@ def profile_training(configs=PROFILES, batch_size=256, steps=10,
 
     A configuration without the budget runs in a fresh process of its
     own (MXNet's default of one thread); those with the budget share
-    one, measured in turn. The step is the library's
+    one, measured in turn, fewest devices first. The step is the library's
     (:func:`d2lpar.train_batch`'s four phases, on one minibatch in
     memory). It is timed once as is, and once with every phase (forward
     with the loss, backward, allreduce, update) ended by ``npx.waitall()``,
@@ -511,7 +511,9 @@ def profile_training(configs=PROFILES, batch_size=256, steps=10,
     # touched; the budgeted settings share one (it sets the threads per
     # step), which saves starting Python and MXNet again.
     groups = [[c] for c in configs if not c[2]]
-    budgeted = [c for c in configs if c[2]]
+    # Fewest devices first: a worker's threads only go down within a
+    # process (d2lpar.threads), so one device after two would keep one.
+    budgeted = sorted((c for c in configs if c[2]), key=lambda c: c[1])
     groups += [budgeted] if budgeted else []
     out = {}
     for group in groups:
