@@ -1,7 +1,11 @@
-"""Shared helpers: small IDX files written by the tests, isolated paths."""
+"""Shared helpers: small IDX files written by the tests, isolated paths,
+fresh interpreters."""
 
 import gzip
 import os
+import subprocess
+import sys
+import textwrap
 
 import matplotlib
 import numpy as onp
@@ -15,6 +19,20 @@ from d2lpar.idx import FILES, IMAGE_MAGIC, LABEL_MAGIC, encode_idx  # noqa: E402
 # The file names and the encoding are the library's, never retyped here.
 NAMES = FILES
 idx_bytes = encode_idx
+
+
+def run_fresh(code, env=None, timeout=120):
+    """Run ``code`` in a fresh interpreter; return its last stdout line."""
+    full_env = dict(os.environ, **(env or {}))
+    out = subprocess.run(
+        [sys.executable, '-c', textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=full_env,
+        check=True,
+    )
+    return out.stdout.strip().splitlines()[-1]
 
 
 def write_gz(path, raw):

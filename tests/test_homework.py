@@ -5,12 +5,8 @@ Each buggy implementation below makes one mistake a student makes; its
 test fails if the check stops naming that mistake (and only it).
 """
 
-import os
-import subprocess
-import sys
-import textwrap
-
 import pytest
+from conftest import run_fresh
 from d2l import mxnet as d2l
 from mxnet import autograd, np, npx
 
@@ -545,8 +541,7 @@ def test_epoch_check_warns_nothing_in_a_fresh_process():
     """Its one-device reference runs after k-device cases, where cpu(0)
     keeps one thread: the student's notebook shows no warning about it
     (a stderr block under the check, which the teacher test caught)."""
-    code = textwrap.dedent(
-        """
+    code = """
         import warnings
         import d2lpar as dp
         from d2lpar.homework import reference
@@ -554,17 +549,9 @@ def test_epoch_check_warns_nothing_in_a_fresh_process():
             warnings.simplefilter('always')
             ok = bool(dp.check_train_epoch(reference.train_epoch))
         print(ok, [str(w.message)[:60] for w in caught])
-        """
-    )
-    out = subprocess.run(
-        [sys.executable, '-c', code],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-        env=dict(os.environ, OMP_NUM_THREADS=''),
-    )
-    assert out.stdout.strip().splitlines()[-1] == 'True []'
+    """
+    line = run_fresh(code, {'OMP_NUM_THREADS': ''}, timeout=300)
+    assert line == 'True []'
 
 
 @pytest.mark.parametrize('check', CHECKS, ids=[c.__name__ for c in CHECKS])

@@ -1,29 +1,13 @@
 """Per-device thread budgets (d2lpar/threads.py)."""
 
 import os
-import subprocess
-import sys
-import textwrap
 
 import numpy as onp
 import pytest
+from conftest import run_fresh
 
 import d2lpar as dp
 from d2lpar import threads
-
-
-def run_fresh(code, env=None, timeout=120):
-    """Run ``code`` in a fresh interpreter; return its last stdout line."""
-    full_env = dict(os.environ, **(env or {}))
-    out = subprocess.run(
-        [sys.executable, '-c', textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=full_env,
-        check=True,
-    )
-    return out.stdout.strip().splitlines()[-1]
 
 
 def test_total_threads_reads_omp_num_threads(monkeypatch):
