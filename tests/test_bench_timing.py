@@ -21,6 +21,14 @@ def test_no_repeats_refused():
         timing.median_seconds(lambda: None, 0, 1)
 
 
+def test_seconds_each_gives_every_timed_run_in_order(monkeypatch):
+    """Run i takes i seconds (clock stubbed); the warm-up runs 0, 1 are
+    left out and the others kept in order."""
+    ticks = iter(t for i in range(5) for t in (10 * i, 10 * i + i))
+    monkeypatch.setattr(timing, 'perf_counter', lambda: next(ticks))
+    assert timing.seconds_each(lambda: None, 3, 2) == [2, 3, 4]
+
+
 def test_interleaved_keeps_each_functions_best_round(monkeypatch):
     """Every function is timed once per round, rounds interleaved, and
     the smallest of its rounds is returned under its key."""
@@ -35,3 +43,21 @@ def test_interleaved_keeps_each_functions_best_round(monkeypatch):
     best = timing.interleaved({'a': lambda: 'a', 'b': lambda: 'b'}, 3)
     assert best == {'a': 1.0, 'b': 4.0}
     assert seen == ['a', 'b'] * 3
+
+
+@pytest.mark.parametrize(
+    'a, b, verdict',
+    [
+        ([1.0, 2.0], [2.5, 3.0], 'faster than'),
+        ([2.5, 3.0], [1.0, 2.0], 'slower than'),
+        ([1.0, 2.6], [2.5, 3.0], 'not clearly different from'),
+        ([2.0], [2.0], 'not clearly different from'),
+    ],
+)
+def test_compare_times_needs_every_time_to_agree(a, b, verdict):
+    assert timing.compare_times(a, b) == verdict
+
+
+def test_compare_times_refuses_an_empty_setting():
+    with pytest.raises(ValueError, match='got 0 and 2 times'):
+        timing.compare_times([], [1.0, 2.0])

@@ -119,6 +119,21 @@ def test_format_profile_gives_each_step_against_its_own_limit():
     assert op.split() == ['Convolution', '12.5', 'ms/step']
 
 
+def test_format_profile_sums_the_operators_it_does_not_name():
+    ops = {'Convolution': 10.0, 'Pooling': 6.0, 'relu': 3.0, 'add': 1.0}
+    profile = {
+        'one': dict(step_ms=60.0, limit_ms=30.0, gflops=113.0,
+                    phases={'forward': 60.0}, operators=ops),
+    }  # fmt: skip
+    lines = bt.format_profile(profile, top=2).splitlines()
+    assert [line.split()[0] for line in lines[1:3]] == [
+        'Convolution',
+        'Pooling',
+    ]
+    assert lines[3].split() == ['2', 'other', 'operators', '4.0', 'ms/step']
+    assert len(lines) == 4
+
+
 def _starts_a_process():
     child = multiprocessing.get_context('spawn').Process(
         target=time.sleep, args=(0,)

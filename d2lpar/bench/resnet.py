@@ -7,15 +7,14 @@ that one device gets every core and several devices one each (a device
 that trained beside others keeps one thread, see :mod:`d2lpar.threads`).
 """
 
-import time
-
 
 def time_resnet18(num_devices, per_device=32, steps=2, seed=0):
     """Seconds per image of a data-parallel ResNet-18 step, in this process.
 
     Gluon's ``resnet18_v1`` (10 classes) on random 28x28 images, trained
     with :func:`d2lpar.train_batch_concise` and a ``'device'`` kvstore.
-    The first step allocates memory and is not timed.
+    The first step allocates memory and is not timed; each timed step
+    is ended by ``npx.waitall()`` (:func:`d2lpar.bench.timing.seconds_each`).
 
     Parameters
     ----------
@@ -24,14 +23,18 @@ def time_resnet18(num_devices, per_device=32, steps=2, seed=0):
     per_device : int, optional
         Images per device per step.
     steps : int, optional
-        Timed steps (at least 1), each ended by ``npx.waitall()``.
+        Timed steps (at least 1).
     seed : int, optional
 
     Returns
     -------
     seconds_per_image : float
+        The median over the timed steps.
     num_params : int
         The model's parameter count.
+    step_seconds_per_image : list of float
+        Each timed step's seconds per image: comparisons between
+        settings should look at their spread, not only the medians.
 
     Raises
     ------
@@ -41,10 +44,11 @@ def time_resnet18(num_devices, per_device=32, steps=2, seed=0):
     if steps < 1:
         raise ValueError(f'time_resnet18: steps={steps!r}; time at least 1')
     import numpy as onp
-    from mxnet import gluon, init, np, npx
+    from mxnet import gluon, init, np
     from mxnet.gluon.model_zoo import vision
 
     import d2lpar as dp
+    from d2lpar.bench.timing import seconds_each
 
     devices = dp.devices(num_devices)
     net = vision.resnet18_v1(classes=10)
@@ -56,11 +60,12 @@ def time_resnet18(num_devices, per_device=32, steps=2, seed=0):
     rng = onp.random.default_rng(seed)
     X = np.array(rng.uniform(size=(batch, 1, 28, 28)), dtype='float32')
     y = np.array(rng.integers(0, 10, batch), dtype='int32')
-    for i in range(steps + 1):
-        if i == 1:  # the first step allocates memory: not timed
-            tic = time.perf_counter()
-        dp.train_batch_concise(X, y, net, trainer, devices)
-        npx.waitall()
-    seconds = (time.perf_counter() - tic) / (steps * batch)
+    times = seconds_each(
+        lambda: dp.train_batch_concise(X, y, net, trainer, devices),
+        repeats=steps,
+        warmup=1,
+    )
+    per_image = [t / batch for t in times]
     params = net.collect_params().values()
-    return seconds, sum(p.data(devices[0]).size for p in params)
+    num_params = sum(p.data(devices[0]).size for p in params)
+    return onp.median(per_image).item(), num_params, per_image

@@ -6,8 +6,8 @@ from time import perf_counter
 from mxnet import npx
 
 
-def median_seconds(fn, repeats, warmup):
-    """Median wall-clock seconds of ``fn()`` over ``repeats`` runs.
+def seconds_each(fn, repeats, warmup):
+    """Wall-clock seconds of each of ``repeats`` timed runs of ``fn()``.
 
     MXNet runs operators asynchronously, so every run starts and ends
     with ``npx.waitall()``: the time is the work ``fn`` queued, not the
@@ -24,7 +24,9 @@ def median_seconds(fn, repeats, warmup):
 
     Returns
     -------
-    float
+    list of float
+        One time per timed run, in order: their spread says how far a
+        comparison can be trusted.
 
     Raises
     ------
@@ -33,7 +35,7 @@ def median_seconds(fn, repeats, warmup):
     """
     if repeats < 1:
         raise ValueError(
-            f'median_seconds: repeats={repeats!r}; time at least one run'
+            f'seconds_each: repeats={repeats!r}; time at least one run'
         )
     times = []
     for i in range(warmup + repeats):
@@ -44,7 +46,51 @@ def median_seconds(fn, repeats, warmup):
         elapsed = perf_counter() - start
         if i >= warmup:
             times.append(elapsed)
-    return statistics.median(times)
+    return times
+
+
+def median_seconds(fn, repeats, warmup):
+    """Median of :func:`seconds_each` (same arguments, same errors).
+
+    Returns
+    -------
+    float
+    """
+    return statistics.median(seconds_each(fn, repeats, warmup))
+
+
+def compare_times(a, b):
+    """A verdict on two sets of timings that every single timing supports.
+
+    Parameters
+    ----------
+    a, b : sequence of float
+        Times (seconds, or any unit where smaller is faster) of two
+        settings, e.g. one per round or per step.
+
+    Returns
+    -------
+    str
+        ``'faster than'`` if every time of ``a`` is below every time of
+        ``b``, ``'slower than'`` if every one is above, else ``'not
+        clearly different from'`` (they overlap: the noise of the
+        measurement is as large as the difference).
+
+    Raises
+    ------
+    ValueError
+        If either is empty.
+    """
+    if not len(a) or not len(b):
+        raise ValueError(
+            f'compare_times: got {len(a)} and {len(b)} times; '
+            f'each setting needs at least one'
+        )
+    if max(a) < min(b):
+        return 'faster than'
+    if min(a) > max(b):
+        return 'slower than'
+    return 'not clearly different from'
 
 
 def interleaved(fns, rounds=3, repeats=5, warmup=1):

@@ -26,6 +26,7 @@ import os
 import statistics
 
 from .step import _in_fresh_process, in_fresh_process_each, round_order
+from .timing import compare_times
 
 PATHS = ('d2l', 'd2lpar')
 # The CPU context the matrix product's rate is measured on: one no
@@ -340,11 +341,7 @@ def compare_rounds(result, a, b):
         different from'`` (the single rounds overlap).
     """
     rounds = {(r['path'], r['devices']): r['rounds'] for r in result['rows']}
-    if min(rounds[a]) > max(rounds[b]):
-        return 'slower than'
-    if max(rounds[a]) < min(rounds[b]):
-        return 'faster than'
-    return 'not clearly different from'
+    return compare_times(rounds[a], rounds[b])
 
 
 def _range(result):
@@ -545,7 +542,11 @@ def save_json(result, path):
 
 
 def format_profile(profile, top=6):
-    """The phases and the costliest operators of each profiled step."""
+    """The phases and the costliest operators of each profiled step.
+
+    Prints the ``top`` costliest operators of each step by name and the
+    others summed in one line.
+    """
     lines = []
     for label, p in profile.items():
         phases = ', '.join(f'{n} {ms:.1f}' for n, ms in p['phases'].items())
@@ -556,8 +557,16 @@ def format_profile(profile, top=6):
             f'in the same process); with a waitall after each phase: '
             f'{phases} (ms)'
         )
-        for name, ms in list(p['operators'].items())[:top]:
+        ops = list(p['operators'].items())
+        for name, ms in ops[:top]:
             lines.append(f'    {name:<28} {ms:7.1f} ms/step')
+        # The rest in one line, so that shares of all operators (which
+        # the book quotes) can be checked against the printed numbers.
+        rest = ops[top:]
+        if rest:
+            label = f'{len(rest)} other operators'
+            ms = sum(ms for _, ms in rest)
+            lines.append(f'    {label:<28} {ms:7.1f} ms/step')
     return '\n'.join(lines)
 
 
