@@ -180,6 +180,30 @@ def _set_threads(ctx, threads):
     _LOWEST[ctx] = min(threads, _LOWEST.get(ctx, threads))
 
 
+def _engine_restarted():
+    """Note that every CPU worker is new after a fork.
+
+    MXNet's own ``pthread_atfork`` handlers stop its engine before a
+    ``fork()`` and start it again after, in the parent as in the child:
+    every worker is then a new thread with MXNet's default thread count.
+    Measured: cpu(0) had 2 threads, and 1 after ``subprocess.run(...,
+    preexec_fn=...)`` (which forks; without ``preexec_fn`` Python spawns
+    without forking, and nothing changes), while the budget still said 2.
+    Only the bookkeeping is updated here (no MXNet call in a fork hook):
+    the next :func:`thread_budget` sees the difference and re-applies
+    the budget, never above a worker's fewest threads.
+    """
+    for ctx in _APPLIED:
+        _APPLIED[ctx] = mxnet_default_threads()
+
+
+# Python runs these on os.fork(), multiprocessing's fork start and
+# subprocess with preexec_fn: the cases where MXNet's handlers run too.
+os.register_at_fork(
+    after_in_parent=_engine_restarted, after_in_child=_engine_restarted
+)
+
+
 def claim_every_core(ctx):
     """Give ``ctx``'s worker every core before it runs any operator.
 

@@ -29,6 +29,27 @@ def test_mxnet_starts_each_worker_at_one_thread():
     assert run_fresh(code, env) == '1'
 
 
+@pytest.mark.skipif(
+    threads.available_cores() < 2, reason='needs 2 cores to tell apart'
+)
+def test_budget_comes_back_after_a_fork():
+    """A fork restarts MXNet's workers at one thread (its atfork
+    handlers); the next budget gives one device every core again."""
+    code = """
+        import subprocess
+        import d2lpar as dp
+        cpu0 = dp.devices(1)[0]
+        dp.thread_budget([cpu0])
+        subprocess.run(['true'], preexec_fn=lambda: None, check=True)
+        forked = dp.worker_threads(cpu0)
+        budget = dp.thread_budget([cpu0])[cpu0]
+        print(forked, budget, dp.worker_threads(cpu0))
+    """
+    total = threads.available_cores()
+    line = run_fresh(code, {'OMP_NUM_THREADS': ''})
+    assert line == f'1 {total} {total}'
+
+
 def test_one_device_gets_every_core_and_two_devices_one_each():
     code = """
         import d2lpar as dp
