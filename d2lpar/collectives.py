@@ -215,8 +215,10 @@ def sharded_allreduce(data):
     chunks: it gathers that chunk from every other device and adds it up
     (reduce-scatter), then sends the summed chunk back to all of them
     (all-gather); see :func:`d2lpar.schedules.sharded_schedule`. Each
-    device moves about ``2 (k-1) N / k`` elements instead of the first
-    device's ``2 (k-1) N``. Works for any ``k`` and any size, even fewer
+    device sends about ``2 (k-1) N / k`` elements and receives as many,
+    where the naive version's first device receives ``(k-1) N`` and sends
+    as many back: ``k / 2`` times less for the busiest device, and all
+    devices' links busy at once. Works for any ``k`` and any size, even fewer
     elements than devices (some chunks are then empty).
 
     Parameters

@@ -250,3 +250,26 @@ def test_profile_training_gives_every_configuration_in_order():
         assert r['limit_ms'] == pytest.approx(
             1000 * bt.lenet_flops(16) / (r['gflops'] * 1e9)
         )
+
+
+def test_compare_training_alternates_paths_and_device_counts(monkeypatch):
+    """Round r runs the paths in order on even r, reversed on odd r, and
+    one device first in every process; each child's results land in its
+    own path's rows."""
+    calls = []
+
+    def child(env, fn, arg_list, timeout):
+        path = arg_list[0][1]
+        calls.append((path, [a[2] for a in arg_list[:-1]]))
+        seconds = [0.1 if path == 'd2lpar' else 0.2 for _ in arg_list[:-1]]
+        return seconds + [100.0]  # the steps, then the rate
+
+    monkeypatch.setattr(bt, 'in_fresh_process_each', child)
+    result = bt.compare_training((1, 2, 4), steps=1, rounds=3)
+    assert calls == [
+        ('d2l', [1, 2, 4]), ('d2lpar', [1, 2, 4]),
+        ('d2lpar', [1, 4, 2]), ('d2l', [1, 4, 2]),
+        ('d2l', [1, 2, 4]), ('d2lpar', [1, 2, 4]),
+    ]  # fmt: skip
+    ms = {(r['path'], r['devices']): r['rounds'] for r in result['rows']}
+    assert ms['d2lpar', 4] == [100.0] * 3 and ms['d2l', 2] == [200.0] * 3

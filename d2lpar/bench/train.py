@@ -274,7 +274,8 @@ def compare_training(
     defaults = {'d2l': {'MXNET_CPU_TEMP_COPY': '4'}, 'd2lpar': {}}
     for r in range(rounds):
         counts = round_order(device_counts, r)
-        for path in paths:
+        # The paths alternate too: neither always meets the machine first.
+        for path in list(paths)[:: -1 if r % 2 else 1]:
             # One process per path and round, not per setting: the path's
             # start-up settings (the scratch pool) are the same for all
             # device counts, and the thread budget is set per call.
