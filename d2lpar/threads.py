@@ -180,8 +180,8 @@ def _set_threads(ctx, threads):
     _LOWEST[ctx] = min(threads, _LOWEST.get(ctx, threads))
 
 
-def _engine_restarted():
-    """Note that every CPU worker is new after a fork.
+def _engine_restarted_in_parent():
+    """Give every CPU worker its threads back after a fork.
 
     MXNet's own ``pthread_atfork`` handlers stop its engine before a
     ``fork()`` and start it again after, in the parent as in the child:
@@ -189,18 +189,32 @@ def _engine_restarted():
     Measured: cpu(0) had 2 threads, and 1 after ``subprocess.run(...,
     preexec_fn=...)`` (which forks; without ``preexec_fn`` Python spawns
     without forking, and nothing changes), while the budget still said 2.
-    Only the bookkeeping is updated here (no MXNet call in a fork hook):
-    the next :func:`thread_budget` sees the difference and re-applies
-    the budget, never above a worker's fewest threads.
+    The budget is applied again here, at once: a new worker's first
+    operator must not run at fewer threads than it later gets (oneDNN
+    caches each operator per worker thread, for the thread count it was
+    built with; see the module docstring).
     """
-    for ctx in _APPLIED:
-        _APPLIED[ctx] = mxnet_default_threads()
+    if _openmp() is None:
+        return
+    for ctx, threads in list(_APPLIED.items()):
+        run_on_worker(ctx, lambda n=threads: _openmp().omp_set_num_threads(n))
+
+
+def _engine_restarted_in_child():
+    """In a forked child, MXNet's workers are new: forget the budget.
+
+    No MXNet call here (the child may be about to ``exec``); the child
+    starts from MXNet's default and never goes above it.
+    """
+    for ctx in list(_APPLIED):
+        _APPLIED[ctx] = _LOWEST[ctx] = mxnet_default_threads()
 
 
 # Python runs these on os.fork(), multiprocessing's fork start and
 # subprocess with preexec_fn: the cases where MXNet's handlers run too.
 os.register_at_fork(
-    after_in_parent=_engine_restarted, after_in_child=_engine_restarted
+    after_in_parent=_engine_restarted_in_parent,
+    after_in_child=_engine_restarted_in_child,
 )
 
 

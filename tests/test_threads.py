@@ -32,22 +32,28 @@ def test_mxnet_starts_each_worker_at_one_thread():
 @pytest.mark.skipif(
     threads.available_cores() < 2, reason='needs 2 cores to tell apart'
 )
-def test_budget_comes_back_after_a_fork():
+def test_budget_comes_back_at_once_after_a_fork():
     """A fork restarts MXNet's workers at one thread (its atfork
-    handlers); the next budget gives one device every core again."""
+    handlers); the budget is applied again before anything else runs on
+    them, for every device that had one, and a forked child keeps
+    MXNet's default."""
     code = """
-        import subprocess
+        import os, subprocess
         import d2lpar as dp
-        cpu0 = dp.devices(1)[0]
+        cpu0, cpu1 = dp.devices(2)
         dp.thread_budget([cpu0])
+        dp.worker_threads(cpu1)  # cpu(1)'s worker exists, unbudgeted
         subprocess.run(['true'], preexec_fn=lambda: None, check=True)
-        forked = dp.worker_threads(cpu0)
-        budget = dp.thread_budget([cpu0])[cpu0]
-        print(forked, budget, dp.worker_threads(cpu0))
+        after = dp.worker_threads(cpu0)
+        pid = os.fork()
+        if pid == 0:  # the child: its budget is MXNet's default
+            os._exit(dp.thread_budget([cpu0])[cpu0])
+        _, status = os.waitpid(pid, 0)
+        print(after, os.waitstatus_to_exitcode(status))
     """
     total = threads.available_cores()
     line = run_fresh(code, {'OMP_NUM_THREADS': ''})
-    assert line == f'1 {total} {total}'
+    assert line == f'{total} 1'
 
 
 def test_one_device_gets_every_core_and_two_devices_one_each():
