@@ -340,7 +340,17 @@ def compare_seeds(a, b):
         ``b``, ``'lower'`` if every one is below, otherwise
         ``'within the seed-to-seed spread'``: the ranges overlap, and
         these seeds cannot tell the two apart.
+
+    Raises
+    ------
+    ValueError
+        If either is empty.
     """
+    if not len(a) or not len(b):
+        raise ValueError(
+            f'got {len(a)} and {len(b)} values; each setting needs at '
+            f'least one (one per seed, or per timed run)'
+        )
     if min(a) > max(b):
         return 'higher'
     if max(a) < min(b):

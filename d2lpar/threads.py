@@ -197,7 +197,7 @@ def _engine_restarted_in_parent():
     if _openmp() is None:
         return
     for ctx, threads in list(_APPLIED.items()):
-        run_on_worker(ctx, lambda n=threads: _openmp().omp_set_num_threads(n))
+        _set_threads(ctx, threads)
 
 
 def _engine_restarted_in_child():

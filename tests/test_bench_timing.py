@@ -59,5 +59,5 @@ def test_compare_times_needs_every_time_to_agree(a, b, verdict):
 
 
 def test_compare_times_refuses_an_empty_setting():
-    with pytest.raises(ValueError, match='got 0 and 2 times'):
+    with pytest.raises(ValueError, match='got 0 and 2 values'):
         timing.compare_times([], [1.0, 2.0])

@@ -155,3 +155,8 @@ def test_compare_seeds_needs_ranges_that_do_not_overlap():
     assert dp.compare_seeds([0.7, 0.72], [0.6, 0.65]) == 'higher'
     assert dp.compare_seeds([0.5, 0.55], [0.6, 0.65]) == 'lower'
     assert dp.compare_seeds([0.6, 0.7], [0.65, 0.66]).startswith('within')
+
+
+def test_compare_seeds_refuses_a_setting_without_seeds():
+    with pytest.raises(ValueError, match='got 2 and 0 values'):
+        dp.compare_seeds([0.6, 0.7], [])

@@ -5,6 +5,8 @@ from time import perf_counter
 
 from mxnet import npx
 
+from ..scaling import compare_seeds
+
 
 def seconds_each(fn, repeats, warmup):
     """Wall-clock seconds of each of ``repeats`` timed runs of ``fn()``.
@@ -81,16 +83,11 @@ def compare_times(a, b):
     ValueError
         If either is empty.
     """
-    if not len(a) or not len(b):
-        raise ValueError(
-            f'compare_times: got {len(a)} and {len(b)} times; '
-            f'each setting needs at least one'
-        )
-    if max(a) < min(b):
-        return 'faster than'
-    if min(a) > max(b):
-        return 'slower than'
-    return 'not clearly different from'
+    # The same test as for seeds' accuracies: ranges that do not overlap.
+    by_range = compare_seeds(a, b)
+    return {'lower': 'faster than', 'higher': 'slower than'}.get(
+        by_range, 'not clearly different from'
+    )
 
 
 def interleaved(fns, rounds=3, repeats=5, warmup=1):
