@@ -391,6 +391,7 @@ def _launch(args):
 
 
 def _bench_train(args):
+    from .bench import profile as bp
     from .bench import train as bt
 
     result = bt.compare_training(
@@ -402,8 +403,8 @@ def _bench_train(args):
     )
     print(bt.format_training(result))
     if args.profile:
-        result['profile'] = bt.profile_training(batch_size=args.batch_size)
-        print(bt.format_profile(result['profile']))
+        result['profile'] = bp.profile_training(batch_size=args.batch_size)
+        print(bp.format_profile(result['profile']))
     print(f'wrote {bt.save_json(result, args.json)}')
     return 0
 

@@ -1,8 +1,10 @@
 """d2lpar.bench.step: the step benchmark measures and reports honestly."""
 
+import multiprocessing
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -124,3 +126,30 @@ def test_round_order_alternates_after_one_device():
     assert bench.round_order((1, 2, 4), 0) == [1, 2, 4]
     assert bench.round_order((1, 2, 4), 1) == [1, 4, 2]
     assert bench.round_order((2, 4), 1) == [4, 2]
+
+
+def _starts_a_process():
+    child = multiprocessing.get_context('spawn').Process(
+        target=time.sleep, args=(0,)
+    )
+    child.start()
+    child.join()
+    return child.exitcode
+
+
+def _raises():
+    raise KeyError('from the child')
+
+
+def test_fresh_process_may_start_processes_and_passes_errors_back():
+    # d2l's loader starts worker processes: a daemonic child could not.
+    assert bench._in_fresh_process({}, _starts_a_process, (), 120) == 0
+    with pytest.raises(KeyError, match='from the child'):
+        bench._in_fresh_process({}, _raises, (), 120)
+
+
+def test_fresh_process_that_runs_too_long_is_stopped():
+    start = time.monotonic()
+    with pytest.raises(TimeoutError, match='sleep'):
+        bench._in_fresh_process({}, time.sleep, (60,), 3)
+    assert time.monotonic() - start < 30

@@ -1,16 +1,14 @@
 """d2lpar.bench.train: d2l's way vs the library's, beside the FLOP limit."""
 
-import multiprocessing
 import statistics
-import time
 
 import numpy as onp
 import pytest
 from mxnet import np
 
 import d2lpar as dp
-from d2lpar.bench import step as bench_step
 from d2lpar.bench import train as bt
+from d2lpar.bench.limit import lenet_flops
 from tests.conftest import write_fashion_dir
 
 
@@ -64,23 +62,6 @@ def test_compare_training_rejects_an_unknown_path():
         bt.compare_training((1,), paths=('fast',))
 
 
-PROFILE_TABLE = """Profile Statistics:
-operator
-=================
-Name                          Total Count        Time (ms)    Min Time (ms)    Max Time (ms)    Avg Time (ms)
-----                          -----------        ---------    -------------    -------------    -------------
-_backward_Convolution                  20         575.2400           8.6020          53.6180          28.7620
-Pooling                                20         242.9100           4.5430          19.8110          12.1455
-
-"""
-
-
-def test_operator_ms_divides_totals_by_steps_largest_first():
-    ops = bt._operator_ms(PROFILE_TABLE, 10)
-    assert list(ops) == ['_backward_Convolution', 'Pooling']
-    assert ops['Pooling'] == pytest.approx(24.291)
-
-
 def test_format_training_ratios():
     rows = [
         dict(path='d2l', devices=1, ms_per_step=100.0, limit_ms=20.0,
@@ -104,63 +85,6 @@ def test_format_training_ratios():
     )
 
 
-def test_format_profile_gives_each_step_against_its_own_limit():
-    profile = {
-        'one': dict(step_ms=60.0, limit_ms=30.0, gflops=113.0,
-                    phases={'forward': 20.0, 'backward': 40.0},
-                    operators={'Convolution': 12.5}),
-    }  # fmt: skip
-    first, op = bt.format_profile(profile).splitlines()
-    assert first.startswith(
-        'one: step 60.0 ms = 2.0x the limit (30.0 ms at 113 GFLOP/s, '
-        'measured in the same process)'
-    )
-    assert first.endswith('forward 20.0, backward 40.0 (ms)')
-    assert op.split() == ['Convolution', '12.5', 'ms/step']
-
-
-def test_format_profile_sums_the_operators_it_does_not_name():
-    ops = {'Convolution': 10.0, 'Pooling': 6.0, 'relu': 3.0, 'add': 1.0}
-    profile = {
-        'one': dict(step_ms=60.0, limit_ms=30.0, gflops=113.0,
-                    phases={'forward': 60.0}, operators=ops),
-    }  # fmt: skip
-    lines = bt.format_profile(profile, top=2).splitlines()
-    assert [line.split()[0] for line in lines[1:3]] == [
-        'Convolution',
-        'Pooling',
-    ]
-    assert lines[3].split() == ['2', 'other', 'operators', '4.0', 'ms/step']
-    assert len(lines) == 4
-
-
-def _starts_a_process():
-    child = multiprocessing.get_context('spawn').Process(
-        target=time.sleep, args=(0,)
-    )
-    child.start()
-    child.join()
-    return child.exitcode
-
-
-def _raises():
-    raise KeyError('from the child')
-
-
-def test_fresh_process_may_start_processes_and_passes_errors_back():
-    # d2l's loader starts worker processes: a daemonic child could not.
-    assert bench_step._in_fresh_process({}, _starts_a_process, (), 120) == 0
-    with pytest.raises(KeyError, match='from the child'):
-        bench_step._in_fresh_process({}, _raises, (), 120)
-
-
-def test_fresh_process_that_runs_too_long_is_stopped():
-    start = time.monotonic()
-    with pytest.raises(TimeoutError, match='sleep'):
-        bench_step._in_fresh_process({}, time.sleep, (60,), 3)
-    assert time.monotonic() - start < 30
-
-
 @pytest.mark.slow
 def test_compare_training_measures_each_path_and_device_count(
     isolated_data, monkeypatch
@@ -178,27 +102,17 @@ def test_compare_training_measures_each_path_and_device_count(
     assert result['gflops'] == pytest.approx(
         statistics.median(result['gflops_rounds'])
     )
-    limit = 1000 * bt.lenet_flops(16) / (result['gflops'] * 1e9)
+    limit = 1000 * lenet_flops(16) / (result['gflops'] * 1e9)
     for r in rows:
         assert r['limit_ms'] == pytest.approx(limit)
         # One round: its ratio is over the limit its own child measured.
         own = (
             1000
-            * bt.lenet_flops(16)
+            * lenet_flops(16)
             / (result['gflops_rounds'][0 if r['path'] == 'd2l' else 1] * 1e9)
         )
         assert r['ratio'] == pytest.approx(r['ms_per_step'] / own)
         assert r['ms_per_step'] == r['rounds'][0]
-
-
-def test_operator_labels_show_in_a_legend():
-    # matplotlib drops labels that start with an underscore
-    assert bt.operator_label('_backward_Convolution') == (
-        'Convolution (backward)'
-    )
-    assert bt.operator_label('_npx_relu') == 'relu'
-    assert bt.operator_label('_backward_np_dot') == 'dot (backward)'
-    assert bt.operator_label('Pooling') == 'Pooling'
 
 
 def test_compare_rounds_needs_every_round_apart():
@@ -221,35 +135,6 @@ def test_compare_rounds_needs_every_round_apart():
     assert bt.compare_rounds(result, ('d2lpar', 2), ('d2lpar', 1)) == (
         'not clearly different from'
     )
-
-
-@pytest.mark.slow
-def test_profile_training_gives_every_configuration_in_order():
-    """The budgeted configurations share a process, the unbudgeted one
-    has its own, and each ran with its own threads (no budget leaks from
-    one to the next); results come back under their labels, in order,
-    each with all four phases and the step's operators (convolutions
-    among them), and waiting is what the synchronised phases add."""
-    from d2lpar.threads import available_cores
-
-    configs = (('two', 2, True), ('one, 1 thread', 1, False),
-               ('one', 1, True))  # fmt: skip
-    result = bt.profile_training(configs, batch_size=16, steps=2)
-    assert list(result) == ['two', 'one, 1 thread', 'one']
-    assert result['two']['threads'] == [1, 1]
-    assert result['one, 1 thread']['threads'] == [1]
-    assert result['one']['threads'] == [available_cores()]
-    for r in result.values():
-        assert set(r['phases']) == {'forward', 'backward', 'allreduce',
-                                    'update'}  # fmt: skip
-        assert 'Convolution' in r['operators']
-        assert r['waiting'] == pytest.approx(
-            max(0.0, sum(r['phases'].values()) - r['step_ms'])
-        )
-        # the limit at the rate measured in the same process
-        assert r['limit_ms'] == pytest.approx(
-            1000 * bt.lenet_flops(16) / (r['gflops'] * 1e9)
-        )
 
 
 def test_compare_training_alternates_paths_and_device_counts(monkeypatch):

@@ -9,8 +9,11 @@ in the same run:
 - :mod:`d2lpar.bench.step`: one LeNet step on 1 and 2 devices, with
   MXNet's default scratch pool and with d2lpar's;
 - :mod:`d2lpar.bench.train`: training the way d2l does vs the library's
-  default path, on 1, 2 and 4 devices, beside the FLOP limit, and a
-  profile of the step;
+  default path, on 1, 2 and 4 devices, beside the FLOP limit;
+- :mod:`d2lpar.bench.limit`: that limit (a step's FLOPs over a measured
+  matrix-product rate) and the kernels that run LeNet's layers;
+- :mod:`d2lpar.bench.profile`: where a step's time goes (phases,
+  operators), before and after the thread budget;
 - :mod:`d2lpar.bench.resnet`: ResNet-18 steps with Gluon's trainer, on
   1 and 2 devices (the concise chapter's exercise);
 - :mod:`d2lpar.bench.engines`: parameter server vs Horovod, step time
@@ -21,12 +24,24 @@ in the same run:
   step).
 """
 
-from . import allreduce, engines, network, resnet, step, timing, train
+from . import (
+    allreduce,
+    engines,
+    limit,
+    network,
+    profile,
+    resnet,
+    step,
+    timing,
+    train,
+)
 
 __all__ = [
     'allreduce',
     'engines',
+    'limit',
     'network',
+    'profile',
     'resnet',
     'step',
     'timing',
