@@ -1,5 +1,9 @@
 """d2lpar.bench.limit: the FLOPs of a LeNet step."""
 
+import numpy as onp
+from mxnet import np
+from numpy.testing import assert_allclose
+
 from d2lpar.bench import limit
 
 
@@ -15,3 +19,24 @@ def test_lenet_flops_counts_every_product():
     conv = 2 * (2 * macs[0] + 3 * macs[1])
     assert limit.lenet_flops(layers='conv') == conv
     assert limit.lenet_flops(layers='dense') == expected - conv
+
+
+def test_each_timed_product_is_a_full_matrix_product():
+    """The rate counts 2 n**3 operations per call: each product must
+    compute all of A times B (np.dot) or A times B transposed (oneDNN's
+    inner product), not a cheaper shortcut."""
+    rng = onp.random.default_rng(0)
+    A_, B_ = rng.standard_normal((2, 16, 16)).astype('float32')
+    A, B = np.array(A_), np.array(B_)
+    got = {name: fn().asnumpy() for name, fn in limit.products(A, B).items()}
+    assert_allclose(got['np.dot (OpenBLAS)'], A_ @ B_, rtol=1e-4, atol=1e-4)
+    assert_allclose(
+        got['npx.fully_connected (oneDNN)'], A_ @ B_.T, rtol=1e-4, atol=1e-4
+    )
+
+
+def test_matmul_rate_is_the_faster_product(monkeypatch):
+    monkeypatch.setattr(
+        limit, 'matmul_rates', lambda n, repeats, ctx: {'a': 40.0, 'b': 200.0}
+    )
+    assert limit.matmul_rate() == 200.0

@@ -60,8 +60,38 @@ def lenet_flops(batch_size=1, layers=None):
     return batch_size * total
 
 
-def matmul_rate(n=1024, repeats=7, ctx=None):
-    """GFLOP/s of an ``n x n`` matrix product in this process.
+def products(A, B):
+    """MXNet's two large matrix products of ``A`` and ``B``, by name.
+
+    The CPU wheel has two: ``np.dot`` (OpenBLAS) and
+    ``npx.fully_connected`` (oneDNN's inner product, which multiplies by
+    ``B`` transposed). Which is faster depends on the processor: on this
+    project's machines oneDNN's reached several times OpenBLAS's rate on
+    some processors and not on others, so :func:`matmul_rate` times both.
+
+    Parameters
+    ----------
+    A, B : mxnet.np.ndarray
+        Square matrices of the same size, on one device.
+
+    Returns
+    -------
+    dict of str to callable
+        Each computes one ``n x n x n`` product (``2 n**3`` operations).
+    """
+    from mxnet import np, npx
+
+    n = A.shape[0]
+    return {
+        'np.dot (OpenBLAS)': lambda: np.dot(A, B),
+        'npx.fully_connected (oneDNN)': lambda: npx.fully_connected(
+            A, B, num_hidden=n, no_bias=True
+        ),
+    }
+
+
+def matmul_rates(n=1024, repeats=7, ctx=None):
+    """GFLOP/s of each of MXNet's matrix products (:func:`products`).
 
     Run it on a context whose worker uses the cores to count: cpu(0) in a
     process started with ``OMP_NUM_THREADS`` set (:func:`machine_limit`),
@@ -71,25 +101,50 @@ def matmul_rate(n=1024, repeats=7, ctx=None):
     Parameters
     ----------
     n : int, optional
-        Side of the square matrix (1024: large enough for the product to
+        Side of the square matrices (1024: large enough for a product to
         reach the cores' rate, small enough to time in a second).
     repeats : int, optional
-        Timed products; the median is used.
+        Timed products of each kind; the median is used.
     ctx : mxnet.Context, optional
-        Where to run it; cpu(0) by default.
+        Where to run them; cpu(0) by default.
 
     Returns
     -------
-    float
-        GFLOP/s (``2 n**3`` operations per product).
+    dict of str to float
+        GFLOP/s under the names of :func:`products`.
     """
     from mxnet import np, npx
 
     from .timing import median_seconds
 
     A = np.ones((n, n), dtype='float32', ctx=ctx or npx.cpu(0))
-    seconds = median_seconds(lambda: np.dot(A, A), repeats, 2)
-    return 2 * n**3 / seconds / 1e9
+    B = np.ones((n, n), dtype='float32', ctx=ctx or npx.cpu(0))
+    return {
+        name: 2 * n**3 / median_seconds(fn, repeats, 2) / 1e9
+        for name, fn in products(A, B).items()
+    }
+
+
+def matmul_rate(n=1024, repeats=7, ctx=None):
+    """GFLOP/s of the faster of MXNet's matrix products here.
+
+    The limit is what this machine's arithmetic can reach, so it takes
+    the faster kernel: timing only ``np.dot`` put the limit 2-5 times
+    too low on a processor where OpenBLAS ran without its fastest
+    instructions (LeNet's oneDNN convolutions then ran faster than the
+    "limit").
+
+    Parameters
+    ----------
+    n, repeats, ctx
+        As for :func:`matmul_rates`.
+
+    Returns
+    -------
+    float
+        GFLOP/s (``2 n**3`` operations per product).
+    """
+    return max(matmul_rates(n, repeats, ctx).values())
 
 
 def machine_limit(cores=None, timeout=120):

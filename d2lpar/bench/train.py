@@ -267,20 +267,22 @@ def format_training(result):
     lines = [
         f'limit: {result["flops_per_step"] / 1e9:.2f} GFLOP per step of '
         f'{result["batch_size"]} examples at {result["gflops"]:.0f} '
-        f'GFLOP/s (matrix product on {result["cores"]} cores, median of '
-        f'{_range(result)}) = {rows[0]["limit_ms"]:.1f} ms',
+        f'GFLOP/s (the faster matrix product on {result["cores"]} cores, '
+        f'median of {_range(result)}) = {rows[0]["limit_ms"]:.1f} ms',
         f'{"path":>7} {"devices":>8} {"ms/step":>9} {"x limit":>8} '
-        f'{"vs d2l":>7}',
+        f'{"vs d2l":>7}  each run (ms/step)',
     ]
     for r in rows:
         d2l = base.get(('d2l', r['devices']), float('nan'))
+        each = ' '.join(f'{ms:.1f}' for ms in r['rounds'])
         lines.append(
             f'{r["path"]:>7} {r["devices"]:>8} {r["ms_per_step"]:>9.1f} '
-            f'{r["ratio"]:>7.2f}x {d2l / r["ms_per_step"]:>6.2f}x'
+            f'{r["ratio"]:>7.2f}x {d2l / r["ms_per_step"]:>6.2f}x  {each}'
         )
     lines.append(
         "x limit: each run's ms/step over the limit measured in the same "
-        'process, median over runs'
+        'process, median over runs; a verdict of faster or slower needs '
+        'every run of one setting below every run of the other'
     )
     return '\n'.join(lines)
 
