@@ -1,6 +1,6 @@
 """Open the built book in headless Chromium (slow; after `make book`).
 
-Checks what a reader sees: the training and machine-limit chapters'
+Checks what a reader sees: the training, machine-limit and profile chapters'
 figures, their glued numbers, no error output, formulas typeset offline by the MathJax the
 build installed. A screenshot is kept in _build/screenshots/.
 """
@@ -107,16 +107,31 @@ def test_training_page_as_a_reader_sees_it(tmp_path):
 
 def test_limit_page_as_a_reader_sees_it(tmp_path):
     """The chapter on the machine's limit shows the benchmark beside the
-    limit and the profile (two plots), with the limit and the steps'
-    distance from it glued in."""
+    limit (one plot), with the limit and the steps' distance from it
+    glued in."""
     dom = chromium('machine-limit.html', '--dump-dom', tmp_path=tmp_path)
-    assert_images(dom, 2)
+    assert_images(dom, 1)
     text = visible_text(dom)
     assert re.search(r'a step could not take less than \d+\.\d ms', text)
     assert re.search(
         r'\d+ ms on one device and \d+ ms on two: \d+\.\d and \d+\.\d '
         r'times the limit measured in their own processes',
         text,
+    )
+    assert_clean(dom, text)
+
+
+def test_profile_page_as_a_reader_sees_it(tmp_path):
+    """The profile chapter shows each profiled step against its own
+    limit, its operators in a plot, and the glued shares."""
+    dom = chromium('step-profile.html', '--dump-dom', tmp_path=tmp_path)
+    assert_images(dom, 1)
+    text = visible_text(dom)
+    assert re.search(
+        r'1 device, all cores: step \d+\.\d ms = \d+\.\dx the limit', text
+    )
+    assert re.search(
+        r'The convolutions \(forward and backward\) take\s+\d+%', text
     )
     assert_clean(dom, text)
 

@@ -23,6 +23,7 @@ PLOTTING = {
     'split-batch.md',
     'training.md',
     'machine-limit.md',
+    'step-profile.md',
     'allreduce-algorithms.md',
     'cost-model.md',
     'measuring.md',
