@@ -117,8 +117,9 @@ def matmul_rates(n=1024, repeats=7, ctx=None):
 
     from .timing import median_seconds
 
-    A = np.ones((n, n), dtype='float32', ctx=ctx or npx.cpu(0))
-    B = np.ones((n, n), dtype='float32', ctx=ctx or npx.cpu(0))
+    ctx = ctx or npx.cpu(0)
+    A = np.ones((n, n), dtype='float32', ctx=ctx)
+    B = np.ones((n, n), dtype='float32', ctx=ctx)
     return {
         name: 2 * n**3 / median_seconds(fn, repeats, 2) / 1e9
         for name, fn in products(A, B).items()

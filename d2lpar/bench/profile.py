@@ -79,7 +79,7 @@ def _phases(num_devices, budget, batch_size, steps):
         phases={p: statistics.median(v) for p, v in phases.items()},
         operators=_operator_ms(profiler.dumps(reset=True), steps),
     )
-    # The limit's rate, here and now (see compare_training), on a
+    # The limit's rate, here and now (see bench.train.compare_training), on a
     # context of its own.
     result['gflops'] = rate_on_every_core()
     return result

@@ -25,7 +25,6 @@ from .step import in_fresh_process_each, round_order
 from .timing import compare_times
 
 PATHS = ('d2l', 'd2lpar')
-
 # d2l.get_dataloader_workers() on Linux: the processes d2l's loader starts.
 D2L_LOADER_WORKERS = 4
 
