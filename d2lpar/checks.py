@@ -134,32 +134,113 @@ def check_gpu(device, where):
         )
 
 
-def check_batch(X, y, where):
-    """Raise unless ``X, y`` is a minibatch MXNet can train on.
+def check_device(device, where):
+    """Raise unless ``device`` is one context this MXNet can use.
+
+    For the public functions that take a single device (``get_params``,
+    ``evaluate_accuracy``, ...): a ``gpu(0)`` on the CPU build otherwise
+    fails at the first operator with a raw ``MXNetError``.
+
+    Raises
+    ------
+    TypeError
+        If ``device`` is not an ``mx.Context``.
+    ValueError
+        If it is a GPU this MXNet cannot use (see :func:`check_gpu`).
+    """
+    if not isinstance(device, mx.Context):
+        raise TypeError(
+            f'{where}: device must be an mx.Context such as '
+            f'npx.cpu(0), got {type(device).__name__} {device!r}; '
+            f'use d2lpar.devices(n)[i]'
+        )
+    if device.device_type == 'gpu':
+        check_gpu(device, where)
+
+
+def _wrong_labels(labels, classes):
+    """The first label that is not a class index, and why, or None.
+
+    ``labels`` is a NumPy array (on the host); ``classes`` the number of
+    outputs, or None when unknown (only negatives are refused then).
+    """
+    whole = labels == onp.round(labels)
+    if not whole.all():
+        i = int(onp.argmin(whole))
+        return i, 'not a whole number'
+    bad = labels < 0
+    if classes is not None:
+        bad |= labels >= classes
+    if bad.any():
+        i = int(onp.argmax(bad))
+        return i, 'out of range'
+    return None
+
+
+def check_batch(X, y, where, classes=None, dtype='float32'):
+    """Raise unless ``X, y`` is a minibatch MXNet can train on; return it
+    with integral float labels cast to int32.
+
+    Reading the labels costs one host copy of ``n`` numbers and waits
+    only for the operations that write ``y`` (none for a batch from a
+    DataLoader), not for the devices' steps in flight.
 
     Parameters
     ----------
     X, y : mxnet.numpy.ndarray
-        Features ``(n, ...)`` and integer class labels ``(n,)``.
+        Features ``(n, ...)`` and class labels ``(n,)``: integers, or
+        floats holding whole numbers (MXNet's default dtype is float32,
+        so ``mxnet.np.array([3, 1, 4])`` is float32).
     where : str
         The public function doing the check, for the message.
+    classes : int, optional
+        The number of classes (labels must lie in ``0 .. classes-1``);
+        None checks only that labels are not negative.
+    dtype : str, optional
+        The dtype ``X`` must have (the parameters' dtype).
+
+    Returns
+    -------
+    X, y : mxnet.numpy.ndarray
+        ``y`` as int32 when it held whole-number floats.
 
     Raises
     ------
     TypeError
         If ``X`` or ``y`` is not an MXNet array (NumPy, PyTorch, lists),
-        or ``y`` holds floats.
+        or ``X`` has another dtype than the parameters.
     ValueError
-        If ``y`` is not one label per example (one-hot labels, say).
+        If ``y`` is not one label per example (shape ``(n, 1)``,
+        one-hot labels), or a label is not a class index.
     """
     for name, value in (('X', X), ('y', y)):
         if not isinstance(value, np.ndarray):
+            cast = dtype if name == 'X' else 'int32'
             raise TypeError(
                 f'{where}: {name} is a {_describe(value)}, not '
                 f'an mxnet.numpy.ndarray; convert with '
-                f'mxnet.np.array({name}) (for a torch tensor: '
-                f'mxnet.np.array({name}.numpy()))'
+                f'mxnet.np.array({name}, dtype="{cast}") (for a torch '
+                f'tensor: mxnet.np.array({name}.numpy(), '
+                f'dtype="{cast}"))'
             )
+    if X.dtype != onp.dtype(dtype):
+        scale = (
+            " / 255 (pixels 0..255 become 0..1, as the book's loader "
+            'gives them)'
+            if onp.issubdtype(X.dtype, onp.integer)
+            else ''
+        )
+        raise TypeError(
+            f'{where}: X has dtype {onp.dtype(X.dtype).name}, but the '
+            f'parameters are {dtype}; convert with '
+            f'X.astype("{dtype}"){scale}'
+        )
+    n = X.shape[0]
+    if y.ndim == 2 and y.shape[1] == 1:
+        raise ValueError(
+            f'{where}: y has shape {y.shape}, expected ({n},), one '
+            f'class index per example; flatten it with y.reshape(-1)'
+        )
     if y.ndim != 1:
         hint = (
             'they look one-hot; pass class indices, e.g. '
@@ -169,16 +250,35 @@ def check_batch(X, y, where):
         )
         raise ValueError(
             f'{where}: y has shape {y.shape}, expected '
-            f'({X.shape[0]},), one class index per example; '
+            f'({n},), one class index per example; '
             f'{hint}'
         )
-    if onp.issubdtype(y.dtype, onp.floating):
-        raise TypeError(
-            f'{where}: y has dtype {y.dtype}; labels must be '
-            f'integer class indices 0..9, convert with '
-            f'y.astype("int32") (soft or one-hot labels are '
-            f'not supported by the cross-entropy used here)'
+    labels = y.asnumpy()  # host copy; waits only for y's own writers
+    wrong = _wrong_labels(labels, classes)
+    if wrong is not None:
+        i, why = wrong
+        value = labels[i].item()
+        span = f'0..{classes - 1}' if classes else '0, 1, 2, ...'
+        fix = (
+            'they look numbered from 1: pass y - 1'
+            if why == 'out of range'
+            and classes
+            and labels.min() >= 1
+            and labels.max() == classes
+            else f'keep only examples whose labels are in {span}, or '
+            f'relabel them'
+            if why == 'out of range'
+            else 'pass the class index of each example, a whole '
+            'number (soft or mixed labels are not supported by the '
+            'cross-entropy used here)'
         )
+        raise ValueError(
+            f'{where}: y[{i}] is {value!r}, {why}: labels must be '
+            f'class indices {span}; {fix}'
+        )
+    if onp.issubdtype(labels.dtype, onp.floating):
+        y = y.astype('int32')
+    return X, y
 
 
 def check_replicas(device_params, devices, where):
@@ -251,14 +351,36 @@ def check_returned_none(returned, algorithm, where):
         )
 
 
+def _classes(params):
+    """The output layer's width: the last parameter's length when it is
+    a bias (LeNet's), else None (unknown)."""
+    if params and params[-1].ndim == 1:
+        return params[-1].shape[0]
+    return None
+
+
 def check_step(X, y, device_params, devices, lr, accumulate):
     """Refuse the arguments of :func:`train_batch` a student gets wrong
-    first, with a message naming the argument, the value and the fix."""
+    first, with a message naming the argument, the value and the fix;
+    return ``X, y`` as :func:`check_batch` does (integral float labels
+    as int32).
+
+    The number of classes is the length of the last parameter when it
+    is a bias (LeNet's output layer); ``X`` must have the parameters'
+    dtype.
+    """
     check_positive('lr', lr, 'train_batch')
     check_positive('accumulate', accumulate, 'train_batch', integer=True)
     check_devices(devices, 'train_batch')
-    check_batch(X, y, 'train_batch')
     check_replicas(device_params, devices, 'train_batch')
+    params = device_params[0]
+    X, y = check_batch(
+        X,
+        y,
+        'train_batch',
+        classes=_classes(params),
+        dtype=onp.dtype(params[0].dtype).name if params else 'float32',
+    )
     need = accumulate * len(devices)
     if X.shape[0] < need:
         raise ValueError(
@@ -270,6 +392,7 @@ def check_step(X, y, device_params, devices, lr, accumulate):
             f'drop it with gluon.data.DataLoader(..., '
             f"last_batch='discard')"
         )
+    return X, y
 
 
 def check_split(shards, n, devices):

@@ -1,7 +1,11 @@
 """d2lpar.checks: the mistakes a student makes first get a message that
 names the argument, the value and the fix."""
 
+import re
+import time
+
 import mxnet as mx
+import numpy as onp
 import pytest
 from mxnet import npx
 from test_training import make_batches
@@ -65,18 +69,47 @@ def test_parameters_without_gradients():
 
 @pytest.mark.parametrize('which', ['X', 'y'])
 def test_numpy_arrays(which):
-    """NumPy arrays are refused with 'convert with mxnet.np.array', not
-    AttributeError: 'numpy.ndarray' object has no attribute 'as_in_ctx'."""
+    """NumPy arrays are refused with 'convert with mxnet.np.array' and the
+    dtype to give (NumPy's float64 images keep float64 otherwise), not
+    AttributeError: 'numpy.ndarray' object has no attribute 'as_in_ctx';
+    the conversion named works."""
     X, y = make_batches()[0]
-    batch = {'X': X, 'y': y}
-    batch[which] = batch[which].asnumpy()
+    batch = {'X': X.asnumpy().astype('float64'), 'y': y}
+    if which == 'y':
+        batch = {'X': X, 'y': y.asnumpy()}
+    cast = 'float32' if which == 'X' else 'int32'
     with pytest.raises(
         TypeError,
         match=rf'train_batch: {which} is a '
         rf'numpy.ndarray, not an mxnet.numpy.ndarray; '
-        rf'convert with mxnet.np.array\({which}\)',
+        rf'convert with mxnet.np.array\({which}, dtype="{cast}"\)',
     ):
         dp.train_batch(batch['X'], batch['y'], replicas(), DEVICES, 0.1)
+    batch[which] = mx.np.array(batch[which], dtype=cast)
+    dp.train_batch(batch['X'], batch['y'], replicas(), DEVICES, 0.1)
+
+
+@pytest.mark.parametrize(
+    'dtype, fix',
+    [
+        ('float64', 'X.astype("float32")'),
+        ('uint8', 'X.astype("float32") / 255'),
+    ],
+)
+def test_image_dtypes(dtype, fix):
+    """float64 and uint8 images are named with a cast that works, not a
+    raw MXNet dtype error; uint8 is also scaled to 0..1."""
+    X, y = make_batches()[0]
+    X = (X * 255).astype(dtype)
+    with pytest.raises(
+        TypeError,
+        match=rf'X has dtype {dtype}, but the parameters are float32; '
+        rf'convert with {re.escape(fix)}',
+    ):
+        dp.train_batch(X, y, replicas(), DEVICES, 0.1)
+    fixed = eval(fix, {'X': X})
+    dp.train_batch(fixed, y, replicas(), DEVICES, 0.1)
+    assert float(fixed.max()) <= (1 if dtype == 'uint8' else 255)
 
 
 def test_torch_tensors():
@@ -105,15 +138,89 @@ def test_one_hot_labels():
         dp.train_batch(X, one_hot, replicas(), DEVICES, 0.1)
 
 
-def test_float_labels():
-    """Float labels are refused with the cast that fixes them."""
+def step_params(X, y):
+    """The first replica's values after one train_batch step."""
+    device_params = replicas()
+    dp.train_batch(X, y, device_params, DEVICES, 0.1)
+    return [p.asnumpy() for p in device_params[0]]
+
+
+def test_integral_float_labels_are_accepted():
+    """Labels as MXNet makes them (np.array([3, 1, 4]) is float32) train
+    exactly like int32 labels."""
     X, y = make_batches()[0]
+    hand_made = mx.np.array(y.asnumpy().tolist())
+    assert hand_made.dtype == onp.float32
+    for a, b in zip(step_params(X, y), step_params(X, hand_made)):
+        assert onp.array_equal(a, b)
+    assert dp.checks.check_batch(X, hand_made, 'f')[1].dtype == onp.int32
+
+
+@pytest.mark.parametrize(
+    'label, why, fix',
+    [
+        (10, 'out of range', 'keep only examples whose labels are in 0..9'),
+        (-1, 'out of range', 'keep only examples whose labels are in 0..9'),
+        (2.5, 'not a whole number', 'pass the class index of each example'),
+    ],
+)
+def test_wrong_label_is_named(label, why, fix):
+    """A label of 10 (LeNet has 10 outputs), a negative one or 2.5 is
+    named with its position and value, instead of training silently."""
+    X, y = make_batches()[0]
+    values = y.asnumpy().astype('float32')
+    values[5] = label
     with pytest.raises(
-        TypeError,
-        match=r'y has dtype float32; labels must '
-        r'be integer class indices.*y.astype\("int32"\)',
+        ValueError,
+        match=rf'train_batch: y\[5\] is {re.escape(repr(float(label)))}, '
+        rf'{why}: labels must be class indices 0..9; {fix}',
     ):
-        dp.train_batch(X, y.astype('float32'), replicas(), DEVICES, 0.1)
+        dp.train_batch(X, mx.np.array(values), replicas(), DEVICES, 0.1)
+
+
+def test_labels_numbered_from_one():
+    """Labels 1..10 are named and the fix given (y - 1) trains."""
+    X, _ = make_batches()[0]
+    y = mx.np.array(onp.arange(12) % 10 + 1, dtype='int32')
+    with pytest.raises(
+        ValueError,
+        match=r'y\[9\] is 10, out of range.*numbered from 1: pass y - 1',
+    ):
+        dp.train_batch(X, y, replicas(), DEVICES, 0.1)
+    dp.train_batch(X, y - 1, replicas(), DEVICES, 0.1)
+
+
+def test_column_of_labels():
+    """Labels of shape (n, 1) get y.reshape(-1), which keeps every label
+    (argmax over one column would turn them all into 0)."""
+    X, y = make_batches()[0]
+    column = y.reshape(-1, 1)
+    with pytest.raises(
+        ValueError,
+        match=r'y has shape \(12, 1\), expected \(12,\).*flatten it '
+        r'with y.reshape\(-1\)',
+    ):
+        dp.train_batch(X, column, replicas(), DEVICES, 0.1)
+    for a, b in zip(step_params(X, y), step_params(X, column.reshape(-1))):
+        assert onp.array_equal(a, b)
+
+
+def test_checking_labels_does_not_wait_for_the_devices():
+    """Reading the labels waits for y's own writers only: while a long
+    product runs on the device, the check returns long before it."""
+    X, y = make_batches()[0]
+    a = mx.np.ones((1500, 1500), ctx=DEVICES[1])
+    npx.waitall()
+    start = time.perf_counter()
+    busy = a
+    for _ in range(6):
+        busy = mx.np.dot(busy, a) / 1500
+    queued = time.perf_counter()
+    dp.checks.check_batch(X, y, 'train_batch', classes=10)
+    checked = time.perf_counter()
+    busy.wait_to_read()
+    done = time.perf_counter()
+    assert checked - queued < (done - start) / 4
 
 
 @pytest.mark.skipif(
@@ -130,6 +237,24 @@ def test_gpu_context_on_cpu_build():
         r'mxnet-cuXXX.*use dp.devices\(\)',
     ):
         dp.train(devices=[mx.gpu(0)], data=([], []), plot=False)
+
+
+@pytest.mark.skipif(
+    mx.runtime.Features().is_enabled('CUDA'),
+    reason='this MXNet is a CUDA build',
+)
+def test_single_gpu_context_on_cpu_build():
+    """check_device, for functions taking one device (get_params), names
+    gpu(0) on the CPU build; a string is refused with the fix."""
+    with pytest.raises(
+        ValueError,
+        match=r'get_params: gpu\(0\) asked for, but this MXNet has no '
+        r'GPU support',
+    ):
+        dp.checks.check_device(mx.gpu(0), 'get_params')
+    with pytest.raises(TypeError, match=r"got str 'gpu\(0\)'"):
+        dp.checks.check_device('gpu(0)', 'get_params')
+    dp.checks.check_device(mx.cpu(1), 'get_params')
 
 
 def test_last_partial_batch():
