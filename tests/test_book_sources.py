@@ -43,15 +43,85 @@ def test_chapter_starts_with_matplotlib_inline(name):
     assert '%matplotlib inline' in code_cells(name)[0].splitlines()[:3]
 
 
+# A chapter may define a small function where writing it is the lesson:
+# in a cell the reader sees, at most this many lines long. Longer code,
+# classes, and any definition in a hidden cell (where the page would do
+# its real work out of sight) belong in d2lpar.
+MAX_DEF_LINES = 15
+HIDDEN_TAGS = ('remove-cell', 'remove-input', 'hide-input')
+
+
+def cells_with_tags(text):
+    """(tags line, code) for every code cell of a page's source."""
+    found = []
+    for cell in CELL.findall(text):
+        first, _, rest = cell.partition('\n')
+        if first.startswith(':tags:'):
+            found.append((first, rest))
+        else:
+            found.append(('', cell))
+    return found
+
+
+def bad_definitions(text):
+    """Each class, each def in a hidden cell and each def longer than
+    MAX_DEF_LINES in a page's code cells, as 'line: why'."""
+    found = []
+    for tags, code in cells_with_tags(text):
+        lines = code.splitlines()
+        hidden = any(tag in tags for tag in HIDDEN_TAGS)
+        for i, line in enumerate(lines):
+            match = re.match(r'(\s*)(async\s+def|def|class)\s', line)
+            if not match:
+                continue
+            if match.group(2) == 'class':
+                found.append(f'{line.strip()}: a class (use d2lpar)')
+                continue
+            if hidden:
+                found.append(f'{line.strip()}: a def in a hidden cell')
+                continue
+            indent, length = len(match.group(1)), 1
+            for j, body in enumerate(lines[i + 1 :], 2):
+                if body.strip() and len(body) - len(body.lstrip()) <= indent:
+                    if not body.lstrip().startswith(')'):  # signature
+                        break
+                if body.strip():
+                    length = j
+            if length > MAX_DEF_LINES:
+                found.append(f'{line.strip()}: {length} lines')
+    return found
+
+
 @pytest.mark.parametrize('name', CHAPTERS)
-def test_chapter_imports_d2lpar_and_defines_nothing(name):
-    """Every chapter imports d2lpar as dp, never with a star, and no
-    code cell defines a function or class of its own."""
+def test_chapter_imports_d2lpar_and_defines_little(name):
+    """Every chapter imports d2lpar as dp, never with a star; it defines
+    no class, no function in a hidden cell and no function longer than
+    MAX_DEF_LINES lines (a short one in a visible cell may be the
+    lesson)."""
+    text = open(os.path.join(BOOK, name)).read()
     cells = code_cells(name)
     assert any('import d2lpar as dp' in c for c in cells)
     for cell in cells:
         assert 'import *' not in cell
-        assert not re.search(r'^(def|class) ', cell, re.MULTILINE), cell[:80]
+    assert bad_definitions(text) == []
+
+
+def test_definition_rule_can_fail():
+    """The rule above can fail: a class, a def in a removed cell and a
+    16-line def are found; a 15-line def in a visible or hide-cell cell
+    with a multi-line signature is not."""
+    cell = '```{code-cell} ipython3\n%s\n%s\n```\n'
+    short = 'def f(a,\n      b):\n' + '    a += 1\n' * 12 + '    return a'
+    long = 'def f(a):\n' + '    a += 1\n' * 14 + '    return a'
+    assert len(short.splitlines()) == 15 and len(long.splitlines()) == 16
+    assert bad_definitions(cell % ('', short)) == []
+    assert bad_definitions(cell % (':tags: [hide-cell]', short)) == []
+    assert bad_definitions(cell % ('', long)) == ['def f(a):: 16 lines']
+    hidden = bad_definitions(cell % (':tags: [remove-cell]', short))
+    assert hidden == ['def f(a,: a def in a hidden cell']
+    assert bad_definitions(cell % ('', 'class A:\n    pass')) != []
+    nested = 'for i in range(2):\n    ' + long.replace('\n', '\n    ')
+    assert bad_definitions(cell % ('', nested)) == ['def f(a):: 16 lines']
 
 
 @pytest.mark.parametrize('name', CHAPTERS)
@@ -141,21 +211,40 @@ VERDICT = re.compile(
 )
 
 
-def page_prose(page):
-    """A page's prose: no front matter, code, math, glue roles, inline
-    code, links' targets or directive options."""
-    text = open(os.path.join(BOOK, page)).read()
+# Fenced blocks whose content is not prose; other directives
+# (admonition, note, figure) keep their content, without the fences.
+NOT_PROSE = ('', 'code-cell', 'eval-rst', 'literalinclude', 'include')
+
+
+def drop_fenced_code(text):
+    """The text without code blocks and non-prose directives, and
+    without the fence lines of the other directives."""
+    kept, closing = [], []  # closing: the fences of the open blocks
+    skipping = None  # the fence that ends the code block being dropped
+    for line in text.splitlines():
+        fence = re.match(r'(```+|~~~+)\s*(?:\{([\w:-]+)\})?', line)
+        if skipping:
+            if line.strip() == skipping:
+                skipping = None
+            continue
+        if fence and line.strip() in closing:
+            closing.remove(line.strip())
+            continue
+        if fence:
+            if (fence.group(2) or '') in NOT_PROSE:
+                skipping = fence.group(1)
+            else:
+                closing.append(fence.group(1))
+            continue
+        kept.append(line)
+    return '\n'.join(kept)
+
+
+def clean(text):
+    """Prose only: no front matter, code, math, glue roles, inline code,
+    links' targets, directive options or fences."""
     text = re.sub(r'\A---\n.*?\n---\n', '', text, flags=re.DOTALL)
-    text = re.sub(
-        r'^(```+|~~~+)\{(?:code-cell|eval-rst|literalinclude)'
-        r'.*?^\1',
-        '',
-        text,
-        flags=re.DOTALL | re.MULTILINE,
-    )
-    text = re.sub(
-        r'^```[^\n{]*\n.*?^```', '', text, flags=re.DOTALL | re.MULTILINE
-    )
+    text = drop_fenced_code(text)
     text = re.sub(r'\$\$.*?\$\$|\$[^$]+?\$', ' ', text, flags=re.DOTALL)
     text = re.sub(r'\{[\w:-]+\}`[^`]*`', ' GLUED ', text)
     text = re.sub(r'`[^`]*`', ' ', text)
@@ -163,41 +252,98 @@ def page_prose(page):
     return re.sub(r'^:[\w-]+:.*$', '', text, flags=re.MULTILINE)
 
 
+def page_prose(page):
+    """A page's prose (see clean); ``page`` is relative to book/ or an
+    absolute path."""
+    return clean(open(os.path.join(BOOK, page)).read())
+
+
+# A code cell, whatever its fence: (fence, first line, body).
+ANY_CELL = re.compile(
+    r'^(```+)\{code-cell\}[^\n]*\n(.*?)^\1[ \t]*$', re.DOTALL | re.MULTILINE
+)
+
+
+def guards(code):
+    """True for a cell removed from the page that asserts something: a
+    build-failing check of what the prose next to it says."""
+    first = code.partition('\n')[0]
+    return 'remove-cell' in first and bool(
+        re.search(r'^\s*assert\b', code, re.MULTILINE)
+    )
+
+
+def paragraphs(text):
+    """(paragraph, guarded) for each prose paragraph of a page's source,
+    cleaned; guarded when a guarding cell (see guards) directly precedes
+    or follows it, with only blank lines or fences between."""
+    pieces, pos = [], 0
+    for match in ANY_CELL.finditer(text):
+        pieces += [text[pos : match.start()], guards(match.group(2))]
+        pos = match.end()
+    pieces.append(text[pos:])
+    found = []
+    for i in range(0, len(pieces), 2):
+        paras = [
+            ' '.join(p.split())
+            for p in re.split(r'\n\s*\n', clean(pieces[i]))
+            if p.strip()
+        ]
+        before = i > 0 and pieces[i - 1]
+        after = i + 1 < len(pieces) and pieces[i + 1]
+        for j, para in enumerate(paras):
+            guarded = (j == 0 and before) or (j == len(paras) - 1 and after)
+            found.append((para, bool(guarded)))
+    return found
+
+
+def split_sentences(paragraph):
+    return [t for t in re.split(r'(?<=[.!?])\s+', paragraph) if t]
+
+
 def sentences(page):
     """The prose of a page, one sentence per item."""
-    for paragraph in re.split(r'\n\s*\n', page_prose(page)):
-        text = ' '.join(paragraph.split())
-        yield from (t for t in re.split(r'(?<=[.!?])\s+', text) if t)
+    text = open(os.path.join(BOOK, page)).read()
+    for paragraph, _ in paragraphs(text):
+        yield from split_sentences(paragraph)
 
 
 def typed_measurements(page):
-    """(sentence, token) for every number or verdict the prose types that
-    is not a known constant."""
+    """(sentence, token) for every number the prose types that is not a
+    known constant, and every verdict that is neither glued nor guarded
+    by an assert in a removed cell next to its paragraph."""
     found = []
-    for sentence in sentences(page):
-        for match in MEASURED.finditer(sentence):
-            number, unit = match.groups()
-            if (
-                match.group(0) in CONSTANTS  # e.g. a scenario's '160 MB'
-                or re.match(r'\d+x\d|\d+(\.\d+){3}', sentence[match.start() :])
-            ):
-                continue  # a shape such as 28x28, an address 127.0.0.1
-            if unit or (
-                number not in CONSTANTS and not re.fullmatch(r'10|\d', number)
-            ):
-                found.append((sentence, match.group(0)))
-        if 'GLUED' not in sentence:
-            found += [
-                (sentence, m.group(0)) for m in VERDICT.finditer(sentence)
-            ]
+    text = open(os.path.join(BOOK, page)).read()
+    for paragraph, guarded in paragraphs(text):
+        for sentence in split_sentences(paragraph):
+            for match in MEASURED.finditer(sentence):
+                number, unit = match.groups()
+                if (
+                    match.group(0) in CONSTANTS
+                    or re.match(  # '160 MB'
+                        r'\d+x\d|\d+(\.\d+){3}', sentence[match.start() :]
+                    )
+                ):
+                    continue  # a shape such as 28x28, an address 127.0.0.1
+                if unit or (
+                    number not in CONSTANTS
+                    and not re.fullmatch(r'10|\d', number)
+                ):
+                    found.append((sentence, match.group(0)))
+            if 'GLUED' not in sentence and not guarded:
+                found += [
+                    (sentence, m.group(0)) for m in VERDICT.finditer(sentence)
+                ]
     return found
 
 
 @pytest.mark.parametrize('page', PAGES)
 def test_no_measured_number_typed_in_prose(page):
     """Percentages, ratios, times, sizes, counts that are not known
-    constants, and past-tense verdicts ("ran faster") come from glue,
-    never typed: outside code, math and glue roles the prose holds none."""
+    constants come from glue, never typed: outside code, math and glue
+    roles the prose holds none. A past-tense verdict ("ran faster") is
+    glued, or typed in a paragraph next to a removed cell that asserts
+    it."""
     assert typed_measurements(page) == []
 
 
@@ -217,6 +363,55 @@ def test_typed_measurement_is_caught(tmp_path, monkeypatch, text):
     (tmp_path / 'page.md').write_text(f'# Page\n\nHere {text}.\n')
     monkeypatch.setattr('test_book_sources.BOOK', str(tmp_path))
     assert typed_measurements('page.md') != []
+
+
+GUARD = '```{code-cell} ipython3\n:tags: [%s]\n%s\n```\n'
+
+
+@pytest.mark.parametrize(
+    'page, flagged',
+    [
+        ('Two devices were faster.\n', True),
+        (
+            'Two devices were faster.\n\n' + GUARD % ('remove-cell', 'x = 1'),
+            True,
+        ),  # a removed cell, but no assert
+        (
+            'Two devices were faster.\n\n'
+            + GUARD % ('hide-cell', 'assert a < b'),
+            True,
+        ),  # not removed
+        (
+            'Two devices were faster.\n\nAnother paragraph.\n\n'
+            + GUARD % ('remove-cell', 'assert a < b'),
+            True,
+        ),  # not next to it
+        (
+            'Two devices were faster.\n\n'
+            + GUARD % ('remove-cell', 'assert a < b'),
+            False,
+        ),
+        (
+            GUARD % ('remove-cell', 'assert a < b')
+            + '\nTwo devices were faster.\n',
+            False,
+        ),
+        (
+            GUARD
+            % ('remove-cell', 'assert a < b')
+            + '\n````{admonition} Solution\n:class: dropdown\n\n'
+            'Buckets did not help.\n````\n',
+            False,
+        ),
+    ],
+)
+def test_typed_verdict_needs_a_guard(tmp_path, monkeypatch, page, flagged):
+    """A typed verdict passes only in a paragraph directly before or
+    after a remove-cell cell holding an assert; the rule can fail."""
+    (tmp_path / 'page.md').write_text(f'# Page\n\nIntro.\n\n{page}')
+    monkeypatch.setattr('test_book_sources.BOOK', str(tmp_path))
+    verdicts = [t for _, t in typed_measurements('page.md')]
+    assert bool(verdicts) == flagged, verdicts
 
 
 def test_constants_and_glue_pass(tmp_path, monkeypatch):
@@ -297,3 +492,74 @@ def test_chapters_show_source_without_docstrings(name):
         for part in path.split('.'):
             obj = getattr(obj, part)
         assert dp.show_source(obj).data.strip(), path
+
+
+# A reference by position breaks when a chapter is inserted: name the
+# page with a {doc} link instead. ('The section below' within one page
+# is not a cross-reference and is allowed.)
+POSITIONAL = re.compile(
+    r'\b(?:next|previous|preceding|following|prior|last|earlier|later|'
+    r'coming|subsequent)\s+(?:chapter|page|section|part|lesson)s?\b'
+    r'|\b(?:chapter|page|section)s?\s+(?:after|before)\s+(?:next|this|'
+    r'that|the\s+next|the\s+previous)\b'
+    r'|\bthe\s+chapter\s+before\b',
+    re.IGNORECASE,
+)
+HOMEWORK = os.path.join(ROOT, 'homework')
+PROSE_PAGES = PAGES + sorted(
+    os.path.join(HOMEWORK, f)
+    for f in os.listdir(HOMEWORK)
+    if f.endswith('.md')
+)
+
+
+def positional_references(text):
+    """Each phrase of a page's prose that points at another page by its
+    position ('the next chapter'), with the sentence around it."""
+    found = []
+    for paragraph, _ in paragraphs(text):
+        for sentence in split_sentences(paragraph):
+            found += [
+                f'{m.group(0)!r} in: {sentence}'
+                for m in POSITIONAL.finditer(sentence)
+            ]
+    return found
+
+
+@pytest.mark.parametrize(
+    'page',
+    PROSE_PAGES,
+    ids=lambda p: (
+        os.path.relpath(p, ROOT) if os.path.isabs(p) else f'book/{p}'
+    ),
+)
+def test_no_positional_cross_references(page):
+    """Book and homework pages name other pages with {doc} links, never
+    by position ('the next chapter', 'an earlier chapter'), outside code
+    and math."""
+    text = open(os.path.join(BOOK, page)).read()
+    assert positional_references(text) == []
+
+
+@pytest.mark.parametrize(
+    'text',
+    [
+        'As the next chapter shows.',
+        'See the Previous Chapter.',
+        'in the chapter after next',
+        'the chapter before this one',
+        'a later chapter builds it',
+        'An earlier chapter measured it.',
+        'the following section',
+        'on the next page',
+        'train_batch (next chapter) divides',
+        'the last chapter of this part',
+    ],
+)
+def test_positional_reference_is_caught(text):
+    """The check above can fail: each phrase is found in prose, and none
+    is found inside inline code, a code cell or a {doc} link's text."""
+    assert positional_references(f'# Page\n\n{text}\n') != []
+    code = f'# Page\n\n`{text}` and {{doc}}`{text} <x>`.\n\n'
+    code += f'```{{code-cell}} ipython3\n# {text}\n```\n'
+    assert positional_references(code) == []
