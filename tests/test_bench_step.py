@@ -23,9 +23,35 @@ def test_fresh_process_sees_the_variable_and_parent_keeps_its_own():
     assert os.environ.get('MXNET_CPU_TEMP_COPY') == before
 
 
-def test_compare_steps_one_row_per_pool_and_device_count():
-    """Rows come back for exactly the pools and device counts asked for,
-    with the step time the child measured."""
+def test_compare_steps_keeps_every_round_of_every_setting(monkeypatch):
+    """Each round runs every pool size in its own process (their order
+    alternating), each child's times land in their own setting's rounds,
+    and the row's step is the median of its rounds."""
+    calls = []
+
+    def child(env, fn, arg_list, timeout):
+        pool = env['MXNET_CPU_TEMP_COPY']
+        calls.append((pool, [a[0] for a in arg_list]))
+        r = sum(1 for c in calls if c[0] == pool)  # this pool's round
+        return [int(pool) * k * r / 1000 for k, *_ in arg_list]
+
+    monkeypatch.setattr(bench, 'in_fresh_process_each', child)
+    rows = bench.compare_steps((1, 2), ('4', '64'), rounds=3)
+    assert calls == [
+        ('4', [1, 2]), ('64', [1, 2]),
+        ('64', [1, 2]), ('4', [1, 2]),
+        ('4', [1, 2]), ('64', [1, 2]),
+    ]  # fmt: skip
+    got = {(r['temp_copy'], r['devices']): r for r in rows}
+    assert got['64', 2]['rounds'] == [0.128, 0.256, 0.384]
+    assert got['64', 2]['sec_per_step'] == 0.256
+    assert got['4', 1]['rounds'] == [0.004, 0.008, 0.012]
+
+
+@pytest.mark.slow
+def test_compare_steps_measures_in_a_child():
+    """A real child process times real steps: positive seconds, one per
+    round, for exactly the settings asked for."""
     rows = bench.compare_steps(
         (1, 2), ('4',), batch_size=8, repeats=1, rounds=1
     )
@@ -33,7 +59,8 @@ def test_compare_steps_one_row_per_pool_and_device_count():
         (1, '4'),
         (2, '4'),
     ]
-    assert all(isinstance(r['sec_per_step'], float) for r in rows)
+    for r in rows:
+        assert len(r['rounds']) == 1 and 0 < r['rounds'][0] < 60
 
 
 def test_format_steps_speedups():
@@ -47,6 +74,10 @@ def test_format_steps_speedups():
     lines = bench.format_steps(rows).splitlines()
     assert lines[2].split()[-1] == '0.50x'
     assert lines[4].split()[-1] == '2.00x'
+    rows[3]['rounds'] = [0.04, 0.05, 0.07]
+    assert bench.format_steps(rows).splitlines()[4].split()[-4:] == [
+        '2.00x', '40.0', '50.0', '70.0'
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize('preset, expected', [(None, '64'), ('8', '8')])

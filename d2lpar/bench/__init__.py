@@ -8,6 +8,9 @@ in the same run:
   copy+add floor, 4 KB to 64 MB;
 - :mod:`d2lpar.bench.step`: one LeNet step on 1 and 2 devices, with
   MXNet's default scratch pool and with d2lpar's;
+- :mod:`d2lpar.bench.speedup`: the book's one measurement of the
+  speed-up of two devices over one (the training benchmark, once per
+  build, read by every page that states it);
 - :mod:`d2lpar.bench.train`: training the way d2l does vs the library's
   default path, on 1, 2 and 4 devices, beside the FLOP limit;
 - :mod:`d2lpar.bench.limit`: that limit (a step's FLOPs over a measured
@@ -31,6 +34,7 @@ from . import (
     network,
     profile,
     resnet,
+    speedup,
     step,
     timing,
     train,
@@ -43,6 +47,7 @@ __all__ = [
     'network',
     'profile',
     'resnet',
+    'speedup',
     'step',
     'timing',
     'train',

@@ -3,9 +3,11 @@
 The limit is the step's floating-point operations, counted from LeNet's
 shapes (:func:`lenet_flops`), divided by the rate a large matrix
 product reaches on this machine's cores (:func:`matmul_rate`), measured
-in the same run as the steps it is compared with: no step on this
-machine can be faster. :func:`kernel_implementations` says which oneDNN
-kernel runs each layer, which explains part of the gap.
+in the same run as the steps it is compared with. It is an estimate, not
+a bound: a convolution computed another way (Winograd's or an FFT's
+algorithm) needs fewer operations than the count assumes, and a kernel
+could beat the product's rate. :func:`kernel_implementations` says which
+oneDNN kernel runs each layer, which explains part of the gap.
 """
 
 import os

@@ -60,10 +60,10 @@ def compare_steps(
 
     Each pool size runs in a fresh Python process with
     ``MXNET_CPU_TEMP_COPY`` set, which times every device count in turn
-    (alternating their order over rounds). All
-    settings are measured once per round, interleaved, and the fastest
-    round is kept: another program briefly taking a core then slows one
-    round of one setting, not the comparison.
+    (alternating their order over rounds). All settings are measured
+    once per round, interleaved, and every round is kept: a verdict
+    needs every round of one setting to beat every round of the other
+    (:func:`d2lpar.bench.timing.compare_times`).
 
     Parameters
     ----------
@@ -79,47 +79,53 @@ def compare_steps(
     Returns
     -------
     list of dict
-        ``{'devices', 'temp_copy', 'sec_per_step'}`` per measurement.
+        ``{'devices', 'temp_copy', 'sec_per_step', 'rounds'}`` per
+        setting: the median over rounds and every round's median step.
     """
+    import statistics
+
     from .. import CPU_TEMP_COPY
 
     temp_copies = temp_copies or (MXNET_DEFAULT_TEMP_COPY, CPU_TEMP_COPY)
-    best = {}
+    times = {}
     for r in range(rounds):
         counts = round_order(device_counts, r)
-        for temp_copy in temp_copies:
+        # The pool sizes alternate too: neither always runs first.
+        for temp_copy in list(temp_copies)[:: -1 if r % 2 else 1]:
             # One process per pool size (read when MXNet's engine
             # starts), not per device count: start-up costs more than the
             # timed steps, and the thread budget is set per step.
-            times = in_fresh_process_each(
+            seconds = in_fresh_process_each(
                 {'MXNET_CPU_TEMP_COPY': str(temp_copy)},
                 time_steps,
                 [(k, batch_size, repeats) for k in counts],
                 timeout,
             )
-            for k, seconds in zip(counts, times):
-                key = (str(temp_copy), k)
-                best[key] = min(seconds, best.get(key, seconds))
+            for k, sec in zip(counts, seconds):
+                times.setdefault((str(temp_copy), k), []).append(sec)
     return [
-        dict(devices=k, temp_copy=t, sec_per_step=s)
-        for (t, k), s in best.items()
-    ]
+        dict(devices=k, temp_copy=t, sec_per_step=statistics.median(s),
+             rounds=s)
+        for (t, k), s in sorted(times.items())
+    ]  # fmt: skip
 
 
 def format_steps(rows):
-    """A table of :func:`compare_steps` rows with speed-ups vs 1 device."""
+    """A table of :func:`compare_steps` rows: the median step, its
+    speed-up over one device with the same pool, and every round."""
     lines = [
         f'{"MXNET_CPU_TEMP_COPY":>20} {"devices":>8} '
-        f'{"ms/step":>9} {"speed-up":>9}'
+        f'{"ms/step":>9} {"speed-up":>9}  each round (ms/step)'
     ]
     base = {
         r['temp_copy']: r['sec_per_step'] for r in rows if r['devices'] == 1
     }
     for r in rows:
         speedup = base.get(r['temp_copy'], float('nan')) / r['sec_per_step']
+        each = ' '.join(f'{1000 * s:.1f}' for s in r.get('rounds', ()))
         lines.append(
             f'{r["temp_copy"]:>20} {r["devices"]:>8} '
-            f'{1000 * r["sec_per_step"]:>9.1f} {speedup:>8.2f}x'
+            f'{1000 * r["sec_per_step"]:>9.1f} {speedup:>8.2f}x  {each}'
         )
     return '\n'.join(lines)
 

@@ -1,0 +1,118 @@
+"""The book's one answer to "how much faster are two devices than one?".
+
+Several pages state the speed-up of two devices over one. It is measured
+once per build of the book, by :func:`two_devices`: the training
+benchmark of :mod:`d2lpar.bench.train` (d2l's way and the library's, on
+1, 2 and 4 devices, interleaved rounds in fresh processes, beside the
+machine's limit), whose result is kept in :data:`FILE` under the book's
+``_build`` folder (``jupyter-book clean`` empties it, so every build
+measures anew). Whichever page needs it first measures it; every later
+page reads the same numbers. A chapter run outside the book (a
+downloaded notebook) measures it for itself.
+
+Every round runs one device and then two in the same fresh process, so
+each round gives one speed-up, ``ms on one device / ms on two``, and the
+range over rounds is the answer: it carries the machine's noise.
+"""
+
+import json
+import os
+
+from ..book import book_settings
+from .train import compare_training
+
+FILE = os.path.join('measurements', 'two-devices.json')
+
+
+def _build_dir():
+    """The book's ``_build`` folder, if the working directory is in the
+    book (the folder of ``_config.yml`` or one below it), else None."""
+    here = os.path.abspath(os.getcwd())
+    while True:
+        if os.path.exists(os.path.join(here, '_config.yml')) and (
+            os.path.exists(os.path.join(here, '_toc.yml'))
+        ):
+            return os.path.join(here, '_build')
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+def design(quick):
+    """Steps per measurement and rounds: a full build, or a quick one.
+
+    Returns
+    -------
+    dict
+        :func:`d2lpar.bench.train.compare_training`'s ``steps`` and
+        ``rounds``.
+    """
+    return dict(steps=4, rounds=2) if quick else dict(steps=8, rounds=4)
+
+
+def two_devices(path=None, progress=None):
+    """The training benchmark every page reads, measured once per build.
+
+    Parameters
+    ----------
+    path : str, optional
+        The JSON file to read or write; default :data:`FILE` under the
+        book's ``_build`` folder (none outside the book: measured each
+        call).
+    progress : callable, optional
+        Passed to :func:`d2lpar.bench.train.compare_training`.
+
+    Returns
+    -------
+    dict
+        :func:`d2lpar.bench.train.compare_training`'s result for
+        ``(1, 2, 4)`` devices and both paths, with ``quick`` (the build's
+        mode) and ``reused`` (True when read from the file).
+    """
+    quick = book_settings().quick
+    if path is None:
+        build = _build_dir()
+        path = os.path.join(build, FILE) if build else None
+    if path and os.path.exists(path):
+        with open(path) as f:
+            result = json.load(f)
+        if result.get('quick') == quick:  # a quick build's is not a full's
+            return dict(result, reused=True)
+    result = compare_training((1, 2, 4), progress=progress, **design(quick))
+    result['quick'] = quick
+    if path:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, 'w') as f:
+            json.dump(result, f, indent=1)
+    return dict(result, reused=False)
+
+
+def speedups(result, k=2, path='d2lpar'):
+    """Each round's speed-up of ``k`` devices over one.
+
+    Parameters
+    ----------
+    result : dict
+        From :func:`two_devices` (or
+        :func:`d2lpar.bench.train.compare_training`).
+    k : int, optional
+    path : str, optional
+
+    Returns
+    -------
+    list of float
+        ``ms per step on one device / ms per step on k``, per round (both
+        measured in the same process).
+    """
+    rounds = {
+        r['devices']: r['rounds'] for r in result['rows'] if r['path'] == path
+    }
+    return [one / many for one, many in zip(rounds[1], rounds[k])]
+
+
+def speedup_range(result, k=2, path='d2lpar'):
+    """The lowest and highest of :func:`speedups`, formatted: ``'1.21'``,
+    ``'1.35'``: the book's answer, glued where a page states it."""
+    values = speedups(result, k, path)
+    return f'{min(values):.2f}', f'{max(values):.2f}'

@@ -1,0 +1,70 @@
+"""d2lpar.bench.speedup: the speed-up of two devices, measured once."""
+
+import json
+
+import pytest
+
+from d2lpar.bench import speedup
+
+
+def _result(one, two, four=None, quick=False):
+    rows = [
+        dict(path='d2lpar', devices=1, rounds=one),
+        dict(path='d2lpar', devices=2, rounds=two),
+        dict(path='d2l', devices=1, rounds=[x * 2 for x in one]),
+        dict(path='d2l', devices=2, rounds=[x * 3 for x in two]),
+    ]
+    if four:
+        rows.append(dict(path='d2lpar', devices=4, rounds=four))
+    return dict(rows=rows, quick=quick)
+
+
+def test_speedups_pair_each_round():
+    """Round i's speed-up is one device's time over two devices' time in
+    the same round, never across rounds, and for the path asked for."""
+    result = _result([100.0, 90.0, 120.0], [80.0, 60.0, 100.0], [50.0] * 3)
+    assert speedup.speedups(result) == pytest.approx([1.25, 1.5, 1.2])
+    assert speedup.speedups(result, k=4) == pytest.approx([2.0, 1.8, 2.4])
+    assert speedup.speedups(result, path='d2l') == pytest.approx(
+        [200 / 240, 180 / 180, 240 / 300]
+    )
+    assert speedup.speedup_range(result) == ('1.20', '1.50')
+
+
+def test_two_devices_measures_once_then_reads(tmp_path, monkeypatch):
+    """The first call measures and writes the file; a second call reads
+    it without measuring; a file from the other mode is not reused."""
+    calls = []
+
+    def fake(device_counts, progress=None, **design):
+        calls.append(design)
+        return _result([100.0], [80.0])
+
+    monkeypatch.setattr(speedup, 'compare_training', fake)
+    monkeypatch.delenv('D2LPAR_QUICK', raising=False)
+    path = tmp_path / 'm' / 'two.json'
+    first = speedup.two_devices(str(path))
+    assert not first['reused'] and len(calls) == 1
+    assert calls[0] == speedup.design(quick=False)
+    assert json.loads(path.read_text())['quick'] is False
+    second = speedup.two_devices(str(path))
+    assert second['reused'] and len(calls) == 1
+    assert second['rows'] == first['rows']
+    monkeypatch.setenv('D2LPAR_QUICK', '1')
+    third = speedup.two_devices(str(path))
+    assert not third['reused'] and len(calls) == 2
+    assert calls[1] == speedup.design(quick=True)
+
+
+def test_the_file_lives_in_the_books_build_folder(tmp_path, monkeypatch):
+    """Inside the book (a folder with _config.yml and _toc.yml, or below
+    it) the file is under its _build; elsewhere there is none."""
+    (tmp_path / '_config.yml').write_text('')
+    (tmp_path / '_toc.yml').write_text('')
+    (tmp_path / 'book').mkdir()
+    monkeypatch.chdir(tmp_path / 'book')
+    assert speedup._build_dir() == str(tmp_path / '_build')
+    (tmp_path / 'elsewhere').mkdir()
+    (tmp_path / '_toc.yml').unlink()
+    monkeypatch.chdir(tmp_path / 'elsewhere')
+    assert speedup._build_dir() is None
