@@ -36,7 +36,7 @@ def _pattern(algorithm, k, where):
 def allreduce_time(algorithm, k, nbytes, bandwidth, latency=0.0):
     """Predicted seconds of one allreduce of ``nbytes`` on ``k`` devices.
 
-    Taught in the chapter on allreduce algorithms. The busiest link sets
+    Taught in the chapter on the cost model. The busiest link sets
     the pace; it carries its messages one after the other, each costing
     ``alpha + m / B``:
 
@@ -124,10 +124,11 @@ def memory_traffic(algorithm, k, nbytes):
     reads two arrays and writes one. Large allreduces are then bound by
     memory bandwidth, and at the bandwidth one copy reaches their best
     possible speed relative to a plain copy of N bytes (2N of traffic),
-    their *ceiling*, is ``2N / memory_traffic``. Several cores share one
-    memory bus, so they raise this only a little; the benchmark's
-    ``'copy+add floor'`` measures the real bound
-    (:func:`d2lpar.bench.allreduce.time_floor`):
+    their *ceiling*, is ``2N / memory_traffic``. Several cores working
+    at once can move more bytes per second than one copy, as far as the
+    memory bus they share allows, so a measurement may pass the ceiling;
+    the benchmark's ``'copy+add'`` row is the measured reference
+    (:func:`d2lpar.bench.allreduce.floor_work`):
 
     - ``'copy'``: ``2N``, the reference.
     - ``'ideal'``: ``2kN``, read every input once and write every output

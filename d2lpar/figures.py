@@ -185,7 +185,7 @@ def plot_accuracy(results, labels):
 # markers the members, so lines that overlap stay readable.
 LINE_STYLES = {
     'copy': {'color': 'black', 'linestyle': '--'},
-    'copy+add floor': {'color': 'black', 'linestyle': ':'},
+    'copy+add': {'color': 'black', 'linestyle': ':'},
     'naive': {'color': '#4C72B0', 'marker': 'o'},
     'naive (reused)': {
         'color': '#4C72B0',
@@ -301,8 +301,9 @@ def plot_cost_model(
 ):
     """Predicted allreduce time versus number of devices.
 
-    Taught in the chapter on allreduce algorithms. The sharded algorithm
-    is left out by default: the model gives it the ring's time exactly,
+    Taught in the chapter on the cost model. The y-axis is linear, so a
+    time that grows in proportion to ``k`` is a straight line. The
+    sharded algorithm is left out by default: the model gives it the ring's time exactly,
     and its line would hide the ring's.
 
     Parameters
@@ -326,7 +327,7 @@ def plot_cost_model(
     ax.set(
         xlabel='devices k',
         ylabel='predicted ms',
-        yscale='log',
+        ylim=(0, None),
         title=f'{nbytes / 1e6:.3g} MB per device, '
         f'{1e6 * latency:.3g} us per message',
     )
@@ -337,7 +338,7 @@ def plot_cost_model(
 
 
 def plot_bandwidth(rows):
-    """Measured bandwidth per algorithm beside the copy and the floor.
+    """Measured bandwidth per algorithm beside the copy and copy+add.
 
     Taught in the chapter on measuring allreduces.
 
@@ -351,7 +352,8 @@ def plot_bandwidth(rows):
     matplotlib.figure.Figure
         One panel per device count, each with its own legend; the dashed
         black line is a plain copy of the same bytes, the dotted one the
-        copies and additions any allreduce needs (the floor).
+        copies and additions an allreduce needs (the copy+add reference).
+        Sizes in MB of 10**6 bytes.
     """
     ks = sorted({r['devices'] for r in rows})
     names = list(dict.fromkeys(r['algorithm'] for r in rows))
@@ -364,7 +366,7 @@ def plot_bandwidth(rows):
                 r for r in rows if r['devices'] == k and r['algorithm'] == name
             ]
             ax.plot(
-                [r['bytes'] / 2**20 for r in mine],
+                [r['bytes'] / 1e6 for r in mine],
                 [r['gb_per_s'] for r in mine],
                 label=name,
                 markersize=5,
@@ -374,7 +376,7 @@ def plot_bandwidth(rows):
         ax.set(
             xscale='log',
             yscale='log',
-            xlabel='MB per device',
+            xlabel='MB per device (10^6 bytes)',
             title=f'{k} devices',
         )
         ax.grid(True, which='major', alpha=0.3)

@@ -1,35 +1,43 @@
 """The allreduce benchmark: ``python -m d2lpar bench allreduce``.
 
 Times every allreduce of the library on k devices for gradient sizes
-from 4 KB to 64 MB, beside two *baselines* measured in the same run. The
-words below mean one thing each, here and in the chapters:
+from 4 kB to 64 MB (MB = 10**6 bytes, kB = 10**3), beside two
+*baselines* measured in the same run. Every row is timed in interleaved
+rounds: each round runs every row once, so a burst of other work slows
+one run of several rows, not all runs of one. The words below mean one
+thing each, here and in the chapters:
 
 - **copy**: a plain copy of the same bytes from one device to another
   (:func:`time_copy`). Every ratio (``vs_copy``) is to its time.
-- **floor**: the least time the copies and additions any allreduce
-  needs can take, measured by doing exactly that work on all devices at
-  once with nothing else in between (:func:`time_floor`, the row
-  ``'copy+add floor'``). An algorithm's distance to the floor is what
-  its own organisation costs.
-- **ceiling**: the best ratio to the copy that a count of bytes allows,
-  computed, not measured (:func:`d2lpar.costmodel.memory_traffic`).
-- **targets**: :data:`TARGETS`, the ratios this benchmark was written
-  to reach; :func:`targets` says which are met and, where not, which
-  floor or factor stops them.
+- **copy+add**: a *reference*, not a bound: the copies and additions
+  an allreduce needs, done on all devices at once in a fixed order with
+  nothing else in between (:func:`time_floor`, the row
+  ``'copy+add'``). It is a measurement too, and an algorithm whose
+  operators the engine orders better can beat it.
+- **ceiling**: the best ratio to the copy that a count of bytes allows
+  at one copy's memory bandwidth, computed, not measured
+  (:func:`d2lpar.costmodel.memory_traffic`).
+- **noise floor**: at ``k = 2`` the sharded and ring allreduces make
+  the same transfers; the gap between their times is what the
+  benchmark cannot resolve (:func:`noise`). :func:`verdict` states a
+  difference only when it is larger and every run agrees.
+- **targets**: :data:`TARGETS`, ratios the command line reports for
+  sizes from 16 MB (:func:`targets`).
 """
 
 import csv
 import json
 import os
+import statistics
 
 import mxnet as mx
-from mxnet import np
+from mxnet import np, npx
 
 from ..collectives import allreduce, run_schedule
 from ..devices import devices as default_devices
 from ..kvstore import kvstore_allreduce
 from ..schedules import SCHEDULES, naive_schedule
-from .timing import median_seconds
+from .timing import compare_times, median_seconds
 
 
 def _scheduled(make):
@@ -52,7 +60,8 @@ ALGORITHMS = {
     'kvstore device': kvstore_allreduce,
     'kvstore local': lambda data: kvstore_allreduce(data, 'local'),
 }
-SIZES = (4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20)
+# Bytes per array; MB means 10**6 bytes in this benchmark and its pages.
+SIZES = (4_000, 64_000, 1_000_000, 16_000_000, 64_000_000)
 
 
 def bench_devices(k):
@@ -83,8 +92,12 @@ def bench_devices(k):
         )
 
 
-def time_allreduce(algorithm, devices, nbytes, repeats=10, warmup=2):
-    """Median seconds of ``algorithm`` on float32 arrays of ``nbytes``.
+def allreduce_work(algorithm, devices, nbytes):
+    """A function that runs ``algorithm`` once on arrays of ``nbytes``.
+
+    The arrays are made once, so timing the function times the
+    allreduce only; values stay finite however often they are summed
+    (``k**12 * 1e-12``).
 
     Parameters
     ----------
@@ -94,6 +107,25 @@ def time_allreduce(algorithm, devices, nbytes, repeats=10, warmup=2):
         One array per device.
     nbytes : int
         Bytes per array (a multiple of 4).
+
+    Returns
+    -------
+    callable
+        Takes no arguments.
+    """
+    data = [
+        np.full(nbytes // 4, 1e-12, dtype='float32', ctx=d) for d in devices
+    ]
+    return lambda: algorithm(data)
+
+
+def time_allreduce(algorithm, devices, nbytes, repeats=10, warmup=2):
+    """Median seconds of ``algorithm`` on float32 arrays of ``nbytes``.
+
+    Parameters
+    ----------
+    algorithm, devices, nbytes
+        See :func:`allreduce_work`.
     repeats, warmup : int, optional
         Timed and untimed runs; every run ends with ``npx.waitall()``.
 
@@ -101,15 +133,13 @@ def time_allreduce(algorithm, devices, nbytes, repeats=10, warmup=2):
     -------
     float
     """
-    # Values stay finite however often they are summed: k**12 * 1e-12.
-    data = [
-        np.full(nbytes // 4, 1e-12, dtype='float32', ctx=d) for d in devices
-    ]
-    return median_seconds(lambda: algorithm(data), repeats, warmup)
+    return median_seconds(
+        allreduce_work(algorithm, devices, nbytes), repeats, warmup
+    )
 
 
-def time_copy(devices, nbytes, repeats=10, warmup=2):
-    """Median seconds of a plain copy of ``nbytes`` between two devices.
+def copy_work(devices, nbytes):
+    """A function that copies ``nbytes`` from one device to another.
 
     The *copy*, the reference every ratio is to: even a perfect
     allreduce must read and write every byte at least once.
@@ -117,41 +147,51 @@ def time_copy(devices, nbytes, repeats=10, warmup=2):
     Parameters
     ----------
     devices : list of mxnet.Context
-        The copy goes from ``devices[0]`` to ``devices[1]`` (or to
+        The copy goes from ``devices[0]`` to ``devices[-1]`` (or to
         itself with one device).
-    nbytes, repeats, warmup : int
+    nbytes : int
+
+    Returns
+    -------
+    callable
+    """
+    src = np.ones(nbytes // 4, dtype='float32', ctx=devices[0])
+    dst = np.zeros(nbytes // 4, dtype='float32', ctx=devices[-1])
+    return lambda: src.copyto(dst)
+
+
+def time_copy(devices, nbytes, repeats=10, warmup=2):
+    """Median seconds of :func:`copy_work`'s copy.
 
     Returns
     -------
     float
     """
-    src = np.ones(nbytes // 4, dtype='float32', ctx=devices[0])
-    dst = np.zeros(nbytes // 4, dtype='float32', ctx=devices[-1])
-    return median_seconds(lambda: src.copyto(dst), repeats, warmup)
+    return median_seconds(copy_work(devices, nbytes), repeats, warmup)
 
 
-def time_floor(devices, nbytes, repeats=10, warmup=2):
-    """Median seconds of the copies and additions any allreduce needs.
+def floor_work(devices, nbytes):
+    """A function doing the copies and additions an allreduce needs.
 
-    The *floor* (see the module's docstring).
-    However it is organised, an allreduce of ``nbytes`` per device built
-    from copies and additions makes each of the k devices receive and add
-    ``(k-1)/k`` of an array and receive ``(k-1)/k`` of the result: the
-    ring's ``2 (k-1)`` steps. Here every device does exactly that work,
-    on chunks of ``1/k`` of the array, all devices at once, with no
-    slicing, scheduling or checks. With no more devices than cores that
-    is the fastest such an allreduce can be; with more, the order the
-    engine picks matters too, and an algorithm may come out ahead.
+    The *copy+add* reference (see the module's docstring). However it is
+    organised, an allreduce of ``nbytes`` per device built from copies
+    and additions makes each of the k devices receive and add ``(k-1)/k``
+    of an array and receive ``(k-1)/k`` of the result: the ring's
+    ``2 (k-1)`` steps. Here every device does exactly that work, on
+    chunks of ``1/k`` of the array, all devices at once, in one fixed
+    order, with no slicing, scheduling or checks. It is a reference, not
+    a bound: it is measured like any row, and the engine may run an
+    algorithm's operators in an order that uses the memory better.
 
     Parameters
     ----------
     devices : list of mxnet.Context
         Device ``i`` sends to device ``i + 1`` (the last to the first).
-    nbytes, repeats, warmup : int
+    nbytes : int
 
     Returns
     -------
-    float
+    callable
     """
     k, n = len(devices), max(nbytes // 4 // len(devices), 1)
     receivers = devices[1:] + devices[:1]
@@ -172,11 +212,21 @@ def time_floor(devices, nbytes, repeats=10, warmup=2):
                 for b, c in zip(buf, acc):
                     c += b
 
-    return median_seconds(work, repeats, warmup)
+    return work
+
+
+def time_floor(devices, nbytes, repeats=10, warmup=2):
+    """Median seconds of :func:`floor_work`'s copies and additions.
+
+    Returns
+    -------
+    float
+    """
+    return median_seconds(floor_work(devices, nbytes), repeats, warmup)
 
 
 # Measured beside the algorithms, the copy first: every ratio is to it.
-BASELINES = {'copy': time_copy, 'copy+add floor': time_floor}
+BASELINES = {'copy': copy_work, 'copy+add': floor_work}
 
 
 def lenet_sync(algorithm, devices, bucket=False):
@@ -235,57 +285,100 @@ def time_lenet_sync(algorithm, devices, bucket=False, repeats=20, warmup=3):
     )
 
 
+def interleaved_runs(fns, rounds, repeats=1, warmup=2):
+    """Time several functions in interleaved rounds; keep every round.
+
+    First every function runs ``warmup`` times untimed; then each of
+    ``rounds`` rounds times every function in turn (the median of
+    ``repeats`` runs). A burst of other work on the machine then slows
+    one round of several functions, not every round of one, and the
+    spread of each function's rounds shows how far a comparison can be
+    trusted (:func:`d2lpar.bench.timing.compare_times`).
+
+    Parameters
+    ----------
+    fns : dict of str to callable
+    rounds : int
+    repeats, warmup : int, optional
+
+    Returns
+    -------
+    dict of str to list of float
+        Seconds per call in each round, under the same keys.
+    """
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    npx.waitall()
+    runs = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            runs[name].append(median_seconds(fn, repeats, 0))
+    return runs
+
+
 def run(
     device_counts=(2, 4),
     sizes=SIZES,
     repeats=10,
     algorithms=None,
     progress=print,
+    warmup=2,
 ):
     """Measure every algorithm and both baselines for every k and size.
 
-    The devices come from :func:`bench_devices`.
+    The devices come from :func:`bench_devices`. For each k and size,
+    every row first runs ``warmup`` times untimed; then ``repeats``
+    rounds each time every row once, in turn. The rounds are interleaved
+    so that a burst of other work on the machine slows one run of
+    several rows rather than every run of one row.
 
     Parameters
     ----------
     device_counts : sequence of int, optional
     sizes : sequence of int, optional
-        Bytes per array.
+        Bytes per array (multiples of 4).
     repeats : int, optional
+        Rounds, i.e. timed runs per row.
     algorithms : dict of str to callable, optional
         Default: :data:`ALGORITHMS`.
     progress : callable or None, optional
         Called with one line per finished measurement.
+    warmup : int, optional
 
     Returns
     -------
     list of dict
-        Rows ``{'devices', 'bytes', 'algorithm', 'seconds', 'gb_per_s',
-        'vs_copy'}``; the copy itself is the row ``'copy'``.
-        ``gb_per_s`` is bytes per array / seconds; ``vs_copy`` the ratio of
-        that to the copy's. The row ``'copy+add floor'`` is the work any
-        allreduce made of copies and additions needs (:func:`time_floor`).
+        Rows ``{'devices', 'bytes', 'algorithm', 'seconds', 'runs',
+        'gb_per_s', 'vs_copy'}``; the copy itself is the row ``'copy'``.
+        ``runs`` are the seconds of each round, ``seconds`` their median,
+        ``gb_per_s`` bytes per array / seconds, ``vs_copy`` the copy's
+        seconds over the row's. The row ``'copy+add'`` is the reference
+        of :func:`floor_work`.
     """
     algorithms = algorithms or ALGORITHMS
     rows = []
     for k in device_counts:
         devices, _ = bench_devices(k)
         for nbytes in sizes:
-            timed = [
-                (name, fn(devices, nbytes, repeats))
-                for name, fn in BASELINES.items()
-            ] + [
-                (name, time_allreduce(fn, devices, nbytes, repeats))
+            fns = {
+                name: make(devices, nbytes) for name, make in BASELINES.items()
+            }
+            fns.update(
+                (name, allreduce_work(fn, devices, nbytes))
                 for name, fn in algorithms.items()
-            ]
-            copy = timed[0][1]
-            for name, seconds in timed:
+            )
+            runs = interleaved_runs(fns, repeats, warmup=warmup)
+            copy = statistics.median(runs['copy'])
+            for name, times in runs.items():
+                seconds = statistics.median(times)
                 rows.append(
                     {
                         'devices': k,
                         'bytes': nbytes,
                         'algorithm': name,
                         'seconds': seconds,
+                        'runs': times,
                         'gb_per_s': nbytes / seconds / 1e9,
                         'vs_copy': copy / seconds,
                     }
@@ -296,12 +389,76 @@ def run(
 
 
 def format_row(row):
-    """One table line of a :func:`run` row."""
+    """One table line of a :func:`run` row (MB = 10**6 bytes)."""
     return (
-        f'{row["devices"]:>3} {row["bytes"] / 2**20:>9.3f} MB '
+        f'{row["devices"]:>3} {row["bytes"] / 1e6:>9.3f} MB '
         f'{row["algorithm"]:>15} {1e3 * row["seconds"]:>10.3f} ms '
         f'{row["gb_per_s"]:>8.2f} GB/s {row["vs_copy"]:>6.2f}x copy'
     )
+
+
+def _row(rows, k, nbytes, name):
+    for r in rows:
+        if (r['devices'], r['bytes'], r['algorithm']) == (k, nbytes, name):
+            return r
+    raise KeyError(f'no row for k={k}, {nbytes} bytes, {name!r}')
+
+
+def noise(rows, nbytes, k=2):
+    """The benchmark's noise floor at one size: a relative gap.
+
+    On two devices the sharded and the ring allreduce make the same
+    transfers (each device sends half the array, adds, sends the other
+    half back); only which half goes first differs. Any gap between
+    their median times is what this benchmark cannot tell apart.
+
+    Parameters
+    ----------
+    rows : list of dict
+        As returned by :func:`run`, with ``'sharded'`` and ``'ring'``
+        measured on ``k`` devices at ``nbytes``.
+    nbytes : int
+    k : int, optional
+        2: the device count where the two do identical work.
+
+    Returns
+    -------
+    float
+        ``slower / faster - 1`` of the two medians, e.g. 0.2 for 20%.
+    """
+    a = _row(rows, k, nbytes, 'sharded')['seconds']
+    b = _row(rows, k, nbytes, 'ring')['seconds']
+    return max(a, b) / min(a, b) - 1
+
+
+def verdict(rows, k, nbytes, a, b, floor):
+    """How row ``a`` compared with row ``b``, only beyond the noise.
+
+    Parameters
+    ----------
+    rows : list of dict
+        As returned by :func:`run`.
+    k, nbytes : int
+        Which measurement.
+    a, b : str
+        Row names, e.g. ``'ring'`` and ``'naive'``.
+    floor : float
+        The noise floor (:func:`noise`), a relative gap.
+
+    Returns
+    -------
+    str
+        ``'faster than'`` or ``'slower than'`` only when every run of
+        one is below every run of the other (:func:`compare_times`) *and*
+        the medians differ by more than ``floor``; otherwise ``'not
+        clearly different from'``.
+    """
+    ra, rb = _row(rows, k, nbytes, a), _row(rows, k, nbytes, b)
+    by_runs = compare_times(ra['runs'], rb['runs'])
+    ratio = max(ra['seconds'], rb['seconds']) / min(
+        ra['seconds'], rb['seconds']
+    )
+    return by_runs if ratio > 1 + floor else 'not clearly different from'
 
 
 def save(rows, path):
@@ -315,23 +472,23 @@ def save(rows, path):
             writer.writerows(rows)
 
 
-# What the best of 'sharded' and 'ring' should reach from TARGETS_FROM
-# bytes up, as a ratio of the other's time to its own: half the copy's
-# speed, three times the naive allreduce's, and at least MXNet's own.
+# Ratios the command line reports for the ring from TARGETS_FROM bytes
+# up: the other row's time over the ring's.
 TARGETS = {'copy': 0.5, 'naive': 3.0, 'kvstore device': 1.0}
-TARGETS_FROM = 16 << 20
+TARGETS_FROM = 16_000_000
 
 
 def targets(rows, min_bytes=TARGETS_FROM):
-    """Check :data:`TARGETS`, and say why a missed one is missed.
+    """Check :data:`TARGETS` for the ring, with what explains a miss.
 
-    For every device count and size of at least ``min_bytes``, the best
-    of ``'sharded'`` and ``'ring'`` is compared with each row named in
-    :data:`TARGETS`. Beside the copy ratio stands the floor's own ratio
-    (nothing made of copies and additions beats it); the speed-up over
+    For every device count and size of at least ``min_bytes``, the ring
+    is compared with each row named in :data:`TARGETS` (the ring, not
+    the faster of ring and sharded: on two devices those two do the same
+    work, and picking the faster would pick noise). Beside the copy
+    ratio stands the copy+add reference's own ratio; the speed-up over
     the naive allreduce is split into what reused buffers give
     (naive / naive (reused)) and what spreading the work gives
-    (naive (reused) / best).
+    (naive (reused) / ring).
 
     Parameters
     ----------
@@ -342,8 +499,7 @@ def targets(rows, min_bytes=TARGETS_FROM):
     Returns
     -------
     list of str
-        One verdict line per comparison, each ending in ``met`` or
-        ``missed``.
+        One line per comparison, each ending in ``met`` or ``missed``.
     """
     lines = []
     for k, nbytes in dict.fromkeys(
@@ -354,16 +510,15 @@ def targets(rows, min_bytes=TARGETS_FROM):
             for r in rows
             if r['devices'] == k and r['bytes'] == nbytes
         }
-        best = min(('sharded', 'ring'), key=t.get)
-        where = f'k={k} {nbytes / 2**20:.0f} MB: {best}'
+        where = f'k={k} {nbytes / 1e6:.0f} MB: ring'
         for other, goal in TARGETS.items():
-            ratio = t[other] / t[best]
+            ratio = t[other] / t['ring']
             verdict = 'met' if ratio >= goal else 'missed'
             why = ''
             if other == 'copy':
                 why = (
-                    f' (the floor itself reached '
-                    f'{t[other] / t["copy+add floor"]:.2f}x)'
+                    f' (the copy+add reference reached '
+                    f'{t[other] / t["copy+add"]:.2f}x)'
                 )
             elif other == 'naive':
                 # Same bytes as the naive one: spreading them over the
@@ -372,7 +527,7 @@ def targets(rows, min_bytes=TARGETS_FROM):
                 why = (
                     f' = {t["naive"] / t["naive (reused)"]:.1f}x from '
                     f'reused buffers * '
-                    f'{t["naive (reused)"] / t[best]:.1f}x from spread '
+                    f'{t["naive (reused)"] / t["ring"]:.1f}x from spread '
                     f'work (at most {cores}x on {cores} cores)'
                 )
             lines.append(
