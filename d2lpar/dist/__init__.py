@@ -12,6 +12,7 @@
 - :mod:`d2lpar.dist.loopback`: run a job in a network namespace of its
   own and count the bytes it sends.
 """
+
 from . import checkpoint, engines, guard, launch, loopback, worker
 
 __all__ = ['checkpoint', 'engines', 'guard', 'launch', 'loopback', 'worker']

@@ -6,6 +6,7 @@ initial values, and a sum of arrays over all workers. MXNet's parameter
 server (ps-lite, through the kvstore) and Horovod (ring all-reduce over
 gloo) both provide them, so the same worker trains on either.
 """
+
 import os
 
 import mxnet as mx
@@ -19,9 +20,9 @@ ENGINES = {
 
 # The one table of the parameter server's modes (``--kvstore``).
 KVSTORES = {
-    'dist_sync': 'the servers sum every worker\'s gradient, then each '
+    'dist_sync': "the servers sum every worker's gradient, then each "
     'worker updates its copy (synchronous)',
-    'dist_device_sync': 'as dist_sync, summing on the workers\' devices',
+    'dist_device_sync': "as dist_sync, summing on the workers' devices",
     'dist_async': 'the servers update the weights with each push as it '
     'arrives; workers pull the weights (asynchronous)',
 }
@@ -64,13 +65,15 @@ class ParameterServer:
 
     def __init__(self, kind='dist_sync'):
         if kind not in KVSTORES:
-            raise ValueError(f'unknown kvstore {kind!r}: use one of '
-                             f'{", ".join(KVSTORES)}')
+            raise ValueError(
+                f'unknown kvstore {kind!r}: use one of {", ".join(KVSTORES)}'
+            )
         if os.environ.get('DMLC_ROLE') != 'worker':
             raise EngineError(
                 'the kvstore engine runs inside a ps-lite job: start the '
                 'workers with `python -m d2lpar launch --workers 2 -- '
-                'python -m d2lpar worker ...`')
+                'python -m d2lpar worker ...`'
+            )
         self.kv = mx.kv.create(kind)
         _KEEP_ALIVE.append(self.kv)
         self.rank, self.num_workers = self.kv.rank, self.kv.num_workers
@@ -100,7 +103,8 @@ class ParameterServer:
         if self.asynchronous:
             raise EngineError(
                 'dist_async has no sum: its servers apply each push as an '
-                'update; use update_ and sync_, or kvstore dist_sync')
+                'update; use update_ and sync_, or kvstore dist_sync'
+            )
         keys = range(first_key, first_key + len(arrays))
         for key, a in zip(keys, arrays):
             if key not in self._keys:  # every worker meets it at once
@@ -113,16 +117,21 @@ class ParameterServer:
         for key, a in zip(keys, arrays):
             self.kv.pull(key, out=a)
 
-
     def set_optimizer(self, lr, batch_size):
         """Make the servers take an SGD step with every push (async).
 
         The worker pushes the gradient *summed* over its examples; the
-        servers divide it by the global ``batch_size`` (``rescale_grad``,
-        as MXNet's ``Module`` does) and take a step of ``lr``.
+        servers divide it by the global ``batch_size`` (``rescale_grad``)
+        and take a step of ``lr``, so a push is one worker's share of a
+        synchronous step. This is this book's choice: MXNet's ``Module``
+        divides by the global batch only for ``_sync`` kvstores, and by
+        the worker's own batch for ``dist_async``.
         """
-        self.kv.set_optimizer(mx.optimizer.SGD(
-            learning_rate=lr, rescale_grad=1 / batch_size, wd=0))
+        self.kv.set_optimizer(
+            mx.optimizer.SGD(
+                learning_rate=lr, rescale_grad=1 / batch_size, wd=0
+            )
+        )
         self.batch_size = batch_size
 
     def update_(self, grads, params, batch_size):
@@ -134,8 +143,10 @@ class ParameterServer:
         ``grads`` are sums over a global minibatch of ``batch_size``.
         """
         if self.batch_size is None:  # ps-lite would abort the server
-            raise EngineError('update_ before set_optimizer: the servers '
-                              'have no optimizer to apply the push with')
+            raise EngineError(
+                'update_ before set_optimizer: the servers '
+                'have no optimizer to apply the push with'
+            )
         if batch_size != self.batch_size:  # a short last minibatch: the
             for g in grads:  # servers divide by the full one
                 g *= self.batch_size / batch_size
@@ -184,7 +195,8 @@ class Horovod:
             raise EngineError(
                 f'the horovod engine needs Horovod built with MXNet '
                 f'support ({e}); install it with `make horovod` '
-                f'(see README)') from e
+                f'(see README)'
+            ) from e
         hvd.init()
         self.hvd = hvd
         self.rank, self.num_workers = hvd.rank(), hvd.size()
@@ -200,8 +212,9 @@ class Horovod:
         Horovod matches arrays across workers by name, built here from
         the same keys the parameter server uses.
         """
-        self.hvd.grouped_allreduce_(arrays, op=self.hvd.Sum,
-                                    name=f'sum{first_key}')
+        self.hvd.grouped_allreduce_(
+            arrays, op=self.hvd.Sum, name=f'sum{first_key}'
+        )
 
 
 def make_engine(name, kvstore='dist_sync'):
@@ -227,7 +240,9 @@ def make_engine(name, kvstore='dist_sync'):
             raise ValueError(
                 f'--kvstore {kvstore} is a mode of the parameter server; '
                 f'Horovod always sums synchronously with its all-reduce. '
-                f'Drop --kvstore, or use --engine kvstore under launch')
+                f'Drop --kvstore, or use --engine kvstore under launch'
+            )
         return Horovod()
-    raise ValueError(f'unknown engine {name!r}: use one of '
-                     f'{", ".join(ENGINES)}')
+    raise ValueError(
+        f'unknown engine {name!r}: use one of {", ".join(ENGINES)}'
+    )

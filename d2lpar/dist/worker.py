@@ -8,12 +8,12 @@ one process would take on the whole minibatch (:func:`worker_step`). On
 the ``dist_async`` kvstore the servers take the step instead, with each
 push as it arrives (:func:`async_step`).
 """
+
 import json
 import os
 import time
 
 import mxnet as mx
-import numpy as onp
 from d2l import mxnet as d2l
 from mxnet import autograd, np
 
@@ -123,10 +123,10 @@ def start_state(engine, seed, init_scale, save_to, resume):
     resuming; the engine broadcasts both, so only rank 0 reads the file.
     """
     params, done = init_lenet_params(seed, init_scale), 0
-    if (engine.rank == 0 and resume and save_to
-            and os.path.exists(save_to)):
+    if engine.rank == 0 and resume and save_to and os.path.exists(save_to):
         params, done = load_checkpoint(
-            save_to, engine.num_workers, [s for _, s in LENET_SHAPES])
+            save_to, engine.num_workers, [s for _, s in LENET_SHAPES]
+        )
     params = get_params(params, mx.cpu())
     progress = np.array([float(done)])
     engine.broadcast_(params + [progress])
@@ -144,18 +144,24 @@ class WorkerEpochs:
     def __init__(self, engine, params, lr, shards, test_iter, save_to):
         self.engine, self.params, self.lr = engine, params, lr
         self.shards, self.test_iter, self.save_to = shards, test_iter, save_to
-        self.stats = {'engine': engine.name, 'workers': engine.num_workers,
-                      'asynchronous': engine.asynchronous, 'epochs': []}
+        self.stats = {
+            'engine': engine.name,
+            'workers': engine.num_workers,
+            'asynchronous': engine.asynchronous,
+            'epochs': [],
+        }
         self.steps, self.stale, self.waited = 0, 0, 0.0
 
     def step(self, X, y):
         """Train on this worker's shard ``X, y``; (losses, corrects)."""
         self.steps += 1
         if not self.engine.asynchronous:
-            return worker_step(self.engine, X, y, self.params, self.lr,
-                               self.shards.batch_size)
+            return worker_step(
+                self.engine, X, y, self.params, self.lr, self.shards.batch_size
+            )
         losses, corrects, stale = async_step(
-            self.engine, X, y, self.params, self.lr, self.shards.batch_size)
+            self.engine, X, y, self.params, self.lr, self.shards.batch_size
+        )
         self.stale = stale.astype('float32') + self.stale  # lazy count
         return losses, corrects
 
@@ -174,12 +180,17 @@ class WorkerEpochs:
     def end_epoch(self, result):
         """Record, print and checkpoint the epoch ``result`` ends with."""
         engine, epoch = self.engine, result.epochs_done
-        record = {'steps': self.steps, 'seconds': result.epoch_seconds[-1],
-                  'test_acc': result.test_acc[-1],
-                  'train_loss': result.train_loss[-1]}
-        line = (f'rank {engine.rank}/{engine.num_workers} epoch {epoch}: '
-                f'test acc {record["test_acc"]:.3f}, '
-                f'{record["seconds"]:.1f} sec')
+        record = {
+            'steps': self.steps,
+            'seconds': result.epoch_seconds[-1],
+            'test_acc': result.test_acc[-1],
+            'train_loss': result.train_loss[-1],
+        }
+        line = (
+            f'rank {engine.rank}/{engine.num_workers} epoch {epoch}: '
+            f'test acc {record["test_acc"]:.3f}, '
+            f'{record["seconds"]:.1f} sec'
+        )
         if engine.asynchronous:
             record['stale_steps'] = int(float(self.stale))
             record['wait_seconds'] = self.waited
@@ -188,8 +199,9 @@ class WorkerEpochs:
         # Checkpoint before the line: once rank 0 has printed an epoch,
         # its checkpoint exists (the failures chapter kills on the line).
         if engine.rank == 0 and self.save_to:
-            save_checkpoint(self.params, self.save_to, epoch,
-                            engine.num_workers)
+            save_checkpoint(
+                self.params, self.save_to, epoch, engine.num_workers
+            )
         print(line, flush=True)
         self.steps, self.stale = 0, 0
 
@@ -207,14 +219,26 @@ def kvstore_mode(kvstore=None):
     if kvstore and launched and kvstore != launched:
         raise ValueError(
             f'the worker was given --kvstore {kvstore} but its launcher '
-            f'started a {launched} job; give --kvstore once, to launch')
+            f'started a {launched} job; give --kvstore once, to launch'
+        )
     return kvstore or launched or 'dist_sync'
 
 
-def run_worker(epochs=1, batch_size=64, lr=0.1, seed=0, init_scale=0.1,
-               data_dir=None, num_train=None, num_test=None,
-               save_to=None, resume=False, engine='kvstore',
-               stats_to=None, kvstore=None):
+def run_worker(
+    epochs=1,
+    batch_size=64,
+    lr=0.1,
+    seed=0,
+    init_scale=0.1,
+    data_dir=None,
+    num_train=None,
+    num_test=None,
+    save_to=None,
+    resume=False,
+    engine='kvstore',
+    stats_to=None,
+    kvstore=None,
+):
     """Train LeNet as one worker of a multi-process job.
 
     The epoch loop is :func:`d2lpar.epochs.run_epochs`, with
@@ -270,18 +294,31 @@ def run_worker(epochs=1, batch_size=64, lr=0.1, seed=0, init_scale=0.1,
     if done:
         print(f'rank {engine.rank}: resuming after epoch {done}', flush=True)
     train_iter, test_iter = load_fashion_mnist(
-        batch_size * engine.num_workers, data_dir, num_train=num_train,
-        num_test=num_test, seed=seed, start_epoch=done)
+        batch_size * engine.num_workers,
+        data_dir,
+        num_train=num_train,
+        num_test=num_test,
+        seed=seed,
+        start_epoch=done,
+    )
     if engine.asynchronous:
         engine.set_optimizer(lr, batch_size * engine.num_workers)
     shards = Shards(train_iter, engine.rank, engine.num_workers)
     job = WorkerEpochs(engine, params, lr, shards, test_iter, save_to)
     job.stats['threads'] = threads
-    result = TrainResult([], [], [mx.cpu()], batch_size * engine.num_workers,
-                         lr)
-    run_epochs(job.step, shards, job.evaluate, epochs, result,
-               where='run_worker', start_epoch=done,
-               on_epoch_end=job.end_epoch)
+    result = TrainResult(
+        [], [], [mx.cpu()], batch_size * engine.num_workers, lr
+    )
+    run_epochs(
+        job.step,
+        shards,
+        job.evaluate,
+        epochs,
+        result,
+        where='run_worker',
+        start_epoch=done,
+        on_epoch_end=job.end_epoch,
+    )
     if engine.rank == 0 and stats_to:
         with open(stats_to, 'w') as f:
             json.dump(job.stats, f)
