@@ -31,8 +31,11 @@ Data: Fashion-MNIST is read from $D2LPAR_DATA, or pass root= to
 load_fashion_mnist (see its docstring for the other places searched).
 
 Importing d2lpar has three side effects on MXNet, all needed before its
-first operator runs:
+first operator runs, and one on numpy, needed before MXNet is imported:
 
+- numpy's type aliases that numpy 1.24 removed (``np.bool``, ``np.int``,
+  ...) are restored where missing (``d2lpar._compat``), since MXNet 1.9.1
+  reads ``np.bool`` while it imports; with numpy 1.23.5 nothing changes.
 - ``MXNET_CPU_TEMP_COPY`` is set to ``CPU_TEMP_COPY`` (64) unless already
   set. All CPU contexts share one pool of scratch buffers, 4 by default,
   handed out round-robin; with 4, two CPU contexts wait for each other's
@@ -71,6 +74,12 @@ if sys.version_info[:2] != (3, 11):
 CPU_TEMP_COPY = '64'
 os.environ.setdefault('MXNET_CPU_TEMP_COPY', CPU_TEMP_COPY)
 
+# MXNet 1.9.1 reads np.bool while it imports, an alias numpy 1.24 removed:
+# restore the missing aliases first (d2lpar/_compat.py says which, why).
+from ._compat import restore_numpy_aliases
+
+restore_numpy_aliases()
+
 try:
     import mxnet  # noqa: F401  (fail here, with a fix, not deep inside)
 except ImportError as err:
@@ -81,10 +90,11 @@ except ImportError as err:
         f'build, matching your CUDA). MXNet installs on Python 3.11 '
         f'only.'
     ) from err
-except AttributeError as err:  # numpy >= 1.24 removed np.bool
+except AttributeError as err:  # a numpy name MXNet uses is gone
     raise ImportError(
-        f'MXNet 1.9.1 failed to import ({err}); it needs numpy < 1.24: '
-        f'pip install "numpy==1.23.5"'
+        f'MXNet 1.9.1 failed to import beside numpy '
+        f'{sys.modules["numpy"].__version__} ({err}); d2lpar is tested '
+        f'with numpy 1.23.5 and 1.26.4: pip install "numpy>=1.23.5,<2"'
     ) from err
 
 from . import bench, checks, costmodel, dist, epochs, figures, schedules

@@ -10,8 +10,9 @@ a live plot only where a display exists.
 
 import dataclasses
 
-from d2l import mxnet as d2l
 from mxnet import npx
+
+from . import _d2l as d2l  # not d2l: it pins numpy 1.23.5 (_d2l.py)
 
 
 @dataclasses.dataclass
