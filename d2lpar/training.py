@@ -80,9 +80,8 @@ def train_batch(
         ``split(X, y, devices) -> (X_shards, y_shards)``, shard ``i`` on
         ``devices[i]`` (default :func:`d2lpar.split_batch`).
     accumulate : int, optional
-        Process the batch as ``accumulate`` micro-batches, one after the
-        other, summing each device's gradients locally, then allreduce
-        once: the same step with less memory per device.
+        Above 1, hand the step to :func:`train_micro_batches`: the same
+        step computed in ``accumulate`` micro-batches.
 
     Returns
     -------
@@ -98,6 +97,66 @@ def train_batch(
         ``devices`` or lack gradients, a batch too small to split, or an
         ``algorithm`` that returns a value instead of summing in place.
     """
+    if accumulate > 1:  # gradient accumulation, taught in its own chapter
+        return train_micro_batches(**locals())  # all arguments, passed on
+    check_step(X, y, device_params, devices, lr, accumulate)
+    thread_budget(devices)  # how many cores each CPU device may use
+    X_shards, y_shards = check_split(split(X, y, devices), X.shape[0], devices)
+    with autograd.record():  # loss is computed separately on each device
+        outs = [
+            net(X_shard, params)
+            for X_shard, params in zip(X_shards, device_params)
+        ]
+        ls = [loss(out, y_shard).sum() for out, y_shard in zip(outs, y_shards)]
+    for l in ls:  # backpropagation is performed separately on each device
+        l.backward()
+    # Sum all gradients from each device and broadcast them to all devices
+    sum_gradients(device_params, algorithm, bucket)
+    # Divide by the whole batch size: the step equals the 1-device step
+    for params in device_params:
+        d2l.sgd(params, lr, X.shape[0])
+    return ls, count_correct(outs, y_shards)
+
+
+def sum_gradients(device_params, algorithm=allreduce, bucket=False):
+    """Allreduce every parameter's gradient across the replicas.
+
+    One ``algorithm`` call per parameter, or with ``bucket`` one call
+    over all gradients packed together (:func:`bucketed_allreduce`).
+    Raises TypeError if ``algorithm`` returns a value instead of writing
+    the sum into every array.
+    """
+    grads = [[p.grad for p in params] for params in device_params]
+    if bucket:
+        bucketed_allreduce(grads, algorithm)
+        return
+    for i in range(len(grads[0])):
+        returned = algorithm([g[i] for g in grads])
+        check_returned_none(returned, algorithm, 'train_batch')
+
+
+def train_micro_batches(
+    X,
+    y,
+    device_params,
+    devices,
+    lr,
+    accumulate,
+    net=lenet,
+    loss=cross_entropy,
+    algorithm=allreduce,
+    bucket=False,
+    split=split_batch,
+):
+    """:func:`train_batch`'s step, computed in ``accumulate`` parts.
+
+    Taught in the chapter "Gradient accumulation". The batch is cut into
+    ``accumulate`` contiguous micro-batches, one after the other; each
+    device adds each micro-batch's gradients into a running sum, then
+    one allreduce and one update follow: the same step as
+    :func:`train_batch`, with the activations of one micro-batch in
+    memory at a time. Arguments and returns as for :func:`train_batch`.
+    """
     check_step(X, y, device_params, devices, lr, accumulate)
     thread_budget(devices)  # one device uses every core, k share them
     grads = [[p.grad for p in params] for params in device_params]
@@ -106,7 +165,7 @@ def train_batch(
         X_shards, y_shards = check_split(
             split(X_micro, y_micro, devices), X_micro.shape[0], devices
         )
-        with autograd.record():  # loss is computed separately on each device
+        with autograd.record():
             outs = [
                 net(X_shard, params)
                 for X_shard, params in zip(X_shards, device_params)
@@ -115,22 +174,13 @@ def train_batch(
                 loss(out, y_shard).sum()
                 for out, y_shard in zip(outs, y_shards)
             ]
-        for l in ls:  # backpropagation is performed separately on each device
+        for l in ls:
             l.backward()
-        if accumulate > 1:  # backward overwrites .grad: keep a running sum
-            sums = add_gradients(sums, grads)
+        sums = add_gradients(sums, grads)  # backward overwrites .grad
         losses += ls
         corrects += count_correct(outs, y_shards)
-    if sums is not None:
-        copy_gradients(sums, grads)
-    # Sum all gradients from each device and broadcast them to all devices
-    if bucket:
-        bucketed_allreduce(grads, algorithm)
-    else:
-        for i in range(len(grads[0])):
-            returned = algorithm([g[i] for g in grads])
-            check_returned_none(returned, algorithm, 'train_batch')
-    # Divide by the whole batch size: the step equals the 1-device step
+    copy_gradients(sums, grads)
+    sum_gradients(device_params, algorithm, bucket)
     for params in device_params:
         d2l.sgd(params, lr, X.shape[0])
     return losses, corrects
@@ -187,7 +237,8 @@ def train(
     """Train LeNet on Fashion-MNIST with data parallelism.
 
     Taught in the chapter on training with 1 then 2 devices. Every step
-    is :func:`train_batch`; after each epoch the test accuracy is
+    is :func:`train_batch` (:func:`train_micro_batches` when
+    ``accumulate`` is above 1); after each epoch the test accuracy is
     computed on the first device.
 
     Parameters
@@ -266,6 +317,11 @@ def train(
     device_params = [get_params(params, d) for d in devices]
 
     def step(X, y):
+        if accumulate > 1:
+            return train_micro_batches(
+                X, y, device_params, devices, lr, accumulate,
+                algorithm=algorithm, bucket=bucket, split=split,
+            )  # fmt: skip
         return train_batch(
             X,
             y,
@@ -275,7 +331,6 @@ def train(
             algorithm=algorithm,
             bucket=bucket,
             split=split,
-            accumulate=accumulate,
         )
 
     def evaluate():
