@@ -20,10 +20,11 @@ def _phases(num_devices, budget, batch_size, steps):
     from time import perf_counter
 
     import numpy as onp
-    from d2l import mxnet as d2l
     from mxnet import autograd, np, npx, profiler
 
     import d2lpar as dp
+
+    from .. import _d2l as d2l
 
     rng = onp.random.default_rng(0)
     X = np.array(rng.uniform(size=(batch_size, 1, 28, 28)), dtype='float32')
@@ -59,11 +60,19 @@ def _phases(num_devices, budget, batch_size, steps):
                                   for i in range(len(grads[0]))])  # fmt: skip
         run('update', lambda: [d2l.sgd(W, 0.1, batch_size) for W in params])
 
-    from .timing import median_seconds
+    from .timing import seconds_each
 
-    step_ms = 1000 * median_seconds(lambda: step(False), steps, 3)
+    for _ in range(3):  # warm-up: memory, oneDNN's operators
+        step(False)
+    # The step as is and the step with its phases synchronised alternate,
+    # so that the machine's drift over time touches both alike (timed one
+    # block after the other, the phases once added up to less than the
+    # step, which a synchronised step cannot do).
+    step_times = []
     for _ in range(steps):
+        step_times += seconds_each(lambda: step(False), 1, 0)
         step(True)
+    step_ms = 1000 * statistics.median(step_times)
     # Aggregate statistics only; the trace file MXNet insists on naming
     # goes to a temporary folder, not the current one.
     trace = os.path.join(tempfile.mkdtemp(), 'profile.json')
