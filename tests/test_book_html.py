@@ -75,8 +75,9 @@ def assert_clean(dom, text):
 
 
 def test_training_page_as_a_reader_sees_it(tmp_path):
-    """The training chapter shows its plots, its glued accuracies, times
-    and speed-up, the devices it ran on, and no traceback or stderr."""
+    """The training chapter shows its plot, its glued accuracies, the
+    book's one speed-up of two devices (a range of rounds), the devices it
+    ran on, and no traceback or stderr."""
     dom = chromium('training.html', '--dump-dom', tmp_path=tmp_path)
     # One side-by-side plot of both runs (not the same curves twice).
     assert_images(dom, 1)
@@ -87,11 +88,11 @@ def test_training_page_as_a_reader_sees_it(tmp_path):
         text,
     )
     assert re.search(
-        r'An epoch took \d+\.\d seconds on one device and '
-        r'\d+\.\d seconds on two',
+        r'per step, two devices ran \d+\.\d\d to \d+\.\d\d times as fast '
+        r'as one on this machine',
         text,
     )
-    assert re.search(r'speed-up of \d+\.\d\dx', text)
+    assert re.search(r'the median of two devices. epochs was \d+\.\d\d', text)
     assert 'cpu(0) and cpu(1)' in text or 'gpu(0) and gpu(1)' in text
     assert_clean(dom, text)
     os.makedirs(SHOTS, exist_ok=True)
@@ -107,15 +108,17 @@ def test_training_page_as_a_reader_sees_it(tmp_path):
 
 def test_limit_page_as_a_reader_sees_it(tmp_path):
     """The chapter on the machine's limit shows the benchmark beside the
-    limit (one plot), with the limit and the steps' distance from it
-    glued in."""
+    limit (one plot), with the limit, the steps' distance from it and
+    the speed-up of two devices glued in."""
     dom = chromium('machine-limit.html', '--dump-dom', tmp_path=tmp_path)
     assert_images(dom, 1)
     text = visible_text(dom)
-    assert re.search(r'a step could not take less than \d+\.\d ms', text)
+    assert re.search(r'At that rate a step would take \d+\.\d ms', text)
+    # The same range as the training page: one measurement, read twice.
     assert re.search(
-        r'\d+ ms on one device and \d+ ms on two: \d+\.\d and \d+\.\d '
-        r'times the limit measured in their own processes',
+        r'\d+ ms on one device and \d+ ms on two \(medians of \d+ '
+        r'rounds\), \d+\.\d and \d+\.\d times the limit: per step, two '
+        r'devices ran \d+\.\d\d to \d+\.\d\d times as fast as one',
         text,
     )
     assert_clean(dom, text)
