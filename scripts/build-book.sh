@@ -8,13 +8,17 @@ set -euo pipefail
 venv=${1:-.venv}
 scripts/get-mathjax.sh
 "$venv/bin/jupyter-book" clean .
-rm -rf _build/extra && mkdir -p _build/extra/notebooks
-# A notebook per chapter for plain Jupyter (served with the HTML, in
-# html/notebooks/): the library source the page includes becomes a code
-# cell, glue roles and admonitions readable text (scripts/chapter_notebook.py).
-# `make test-notebooks` executes the same notebooks with only
-# d2lpar[cpu,notebook] installed.
-scripts/chapter-notebooks.sh "$venv" _build/extra/notebooks
+rm -rf _build/extra && mkdir -p _build/extra
+# Where the site and the repository live (the pages and the notebooks'
+# headers give install commands with them): _config.yml's html.baseurl
+# and repository.url, unless D2LPAR_SITE_URL / D2LPAR_REPOSITORY_URL are
+# set (even empty). The chapters' kernels inherit them.
+config() { "$venv/bin/python" scripts/build_dist.py --config "$1"; }
+export D2LPAR_SITE_URL=${D2LPAR_SITE_URL-$(config html.baseurl)}
+export D2LPAR_REPOSITORY_URL=${D2LPAR_REPOSITORY_URL-$(config repository.url)}
+# The wheel and sdist of the d2lpar the chapters execute, checked file by
+# file against it, served in html/dist/ (the install page links them).
+"$venv/bin/python" scripts/build_dist.py _build/extra/dist
 # student notebooks only (make test-slow runs the teacher's)
 scripts/make-homework.sh "$venv"
 start=$(date +%s)
@@ -25,6 +29,14 @@ start=$(date +%s)
 TIMEFORMAT="book: the build used %0U s user + %0S s system CPU in %0R s on $(nproc) cores"
 time "$venv/bin/jupyter-book" build . --all -W --keep-going 2>&1 \
     | tee _build/book-build.log
+# A notebook per chapter for plain Jupyter (html/notebooks/): the library
+# source the page includes becomes a code cell, glue roles the values
+# this build glued, admonitions readable text, the build's plumbing goes
+# and the solutions fold after the exercises (scripts/chapter_notebook.py).
+# `make test-notebooks` executes the same notebooks with only
+# d2lpar[cpu,notebook] installed.
+scripts/chapter-notebooks.sh "$venv" _build/html/notebooks \
+    _build/jupyter_execute/book
 echo "book: seconds per chapter (from _build/book-build.log):"
 grep "Executed notebook in" _build/book-build.log || true
 echo "book: built _build/html in $(( $(date +%s) - start )) s${D2LPAR_QUICK:+ (quick mode)}"
