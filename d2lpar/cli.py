@@ -225,7 +225,21 @@ def _check_parser(commands):
     c.add_argument(
         '--json',
         action='store_true',
-        help='print one JSON object instead of the reports',
+        help='print one JSON object (verdicts, reports and each '
+        "submission's captured output) instead of the table",
+    )
+    c.add_argument(
+        '--csv',
+        action='store_true',
+        help='print a gradebook, one CSV row per submission',
+    )
+    c.add_argument(
+        '--timeout',
+        type=float,
+        default=60,
+        metavar='SECONDS',
+        help='kill a submission after this long (default 60); each '
+        'runs in its own process',
     )
 
 
@@ -479,10 +493,19 @@ def _bench(args):
 
 
 def _check(args):
-    from .homework.grade import grade
+    from .homework.grade import grade, to_csv
 
-    summary, text = grade(args.paths)
-    print(json.dumps(summary, indent=1) if args.json else text)
+    if args.timeout <= 0:
+        raise ValueError(
+            f'check: --timeout is {args.timeout:g}; pass a positive '
+            f'number of seconds'
+        )
+    summary, text = grade(args.paths, timeout=args.timeout)
+    if args.json:
+        text = json.dumps(summary, indent=1)
+    elif args.csv:
+        text = to_csv(summary['files']).rstrip()
+    print(text)
     return 0 if summary['passed'] else 1
 
 

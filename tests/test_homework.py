@@ -11,7 +11,12 @@ from d2l import mxnet as d2l
 from mxnet import autograd, np, npx
 
 import d2lpar as dp
-from d2lpar.homework import MISTAKES, reference
+from d2lpar.homework import (
+    MISTAKES,
+    check_sharded_allreduce,
+    check_tree_allreduce,
+    reference,
+)
 from d2lpar.homework.schedule import Transfer
 from d2lpar.homework.training import micro_batches
 from d2lpar.schedules import naive_schedule, ring_schedule
@@ -31,10 +36,36 @@ def ar_reduce_only(data):
         data[0][:] += data[i].copyto(data[0].ctx)
 
 
+def ar_gather(data):
+    # Correct sum, gathered on device 0: the library's naive allreduce.
+    for i in range(1, len(data)):
+        data[0][:] += data[i].copyto(data[0].ctx)
+    for i in range(1, len(data)):
+        data[0].copyto(data[i])
+
+
 def ar_mean(data):
-    dp.allreduce(data)
+    ar_gather(data)
     for a in data:
         a[:] = a / len(data)
+
+
+def ar_wraps_tree(data):
+    # The right sum, and no tree: the library does the work.
+    dp.allreduce(data)
+
+
+def ar_tree(data):
+    # Homework 1's tree: pairs up, ceil(log2 k) rounds, then back down.
+    k, step = len(data), 1
+    while step < k:
+        for i in range(0, k - step, 2 * step):
+            data[i][:] += data[i + step].copyto(data[i].ctx)
+        step *= 2
+    while step > 1:
+        step //= 2
+        for i in range(0, k - step, 2 * step):
+            data[i].copyto(data[i + step])
 
 
 def ar_neighbour(data):
@@ -443,6 +474,9 @@ BUGS = [
     (dp.check_allreduce, ar_one_device, 'changed-device'),
     (dp.check_allreduce, ar_float32, 'changed-dtype'),
     (dp.check_allreduce, stub_none, 'did-nothing'),
+    (dp.check_allreduce, ar_wraps_tree, 'calls-library'),
+    (check_tree_allreduce, ar_gather, 'not-a-tree'),
+    (check_sharded_allreduce, ar_gather, 'not-sharded'),
     (dp.check_ring_schedule, ring_tuples, 'not-a-schedule'),
     (dp.check_ring_schedule, naive_schedule, 'not-a-ring'),
     (dp.check_ring_schedule, ring_chain_whole, 'too-much-traffic'),
@@ -515,6 +549,8 @@ REFERENCES = [
     (dp.check_allreduce, dp.allreduce),
     (dp.check_allreduce, dp.sharded_allreduce),
     (dp.check_allreduce, dp.ring_allreduce),
+    (check_tree_allreduce, ar_tree),
+    (check_sharded_allreduce, dp.sharded_allreduce),
     (dp.check_ring_schedule, ring_schedule),
     (dp.check_split_batch, dp.split_batch),
     (dp.check_evaluate, dp.evaluate_accuracy_sharded),

@@ -1,10 +1,16 @@
 """`python -m d2lpar check`: exit status and JSON shape for graders."""
 
+import csv
+import io
 import json
 import subprocess
 import sys
+import time
+
+import pytest
 
 from d2lpar.cli import main
+from d2lpar.homework.grade import grade, to_csv
 
 GOOD = """
 def split_batch(X, y, devices):
@@ -84,8 +90,13 @@ def test_folder_is_graded_file_by_file(tmp_path):
         timeout=300,
     )
     assert run.returncode == 1, run.stderr
-    assert f'== {tmp_path / "alice.py"}: PASSED' in run.stdout
+    rows = run.stdout.splitlines()
+    assert rows[0].split()[:4] == ['student', 'verdict', 'checks', 'seconds']
+    assert rows[1].split()[:3] == ['alice', 'PASSED', '1/1']
+    assert rows[2].split()[:3] == ['bob', 'FAILED', '0/1']
+    assert rows[2].endswith('not-broadcast')
     assert f'== {tmp_path / "bob.py"}: FAILED' in run.stdout
+    assert f'== {tmp_path / "alice.py"}' not in run.stdout
     assert 'mistake: not-broadcast' in run.stdout
 
 
@@ -103,3 +114,110 @@ def test_missing_path_is_bad_input(tmp_path, capsys):
     """A path that does not exist: exit 2 and a message saying so."""
     assert main(['check', str(tmp_path / 'nope.py')]) == 2
     assert 'does not exist' in capsys.readouterr().err
+
+
+CORRECT_TREE = """
+print('my timing loop ran')
+
+
+def tree_allreduce(data):
+    k, step = len(data), 1
+    while step < k:
+        for i in range(0, k - step, 2 * step):
+            data[i][:] += data[i + step].copyto(data[i].ctx)
+        step *= 2
+    while step > 1:
+        step //= 2
+        for i in range(0, k - step, 2 * step):
+            data[i].copyto(data[i + step])
+"""
+
+HANGING_TREE = """
+def tree_allreduce(data):
+    k, step = len(data), 1
+    while step < k:  # step never grows: endless for k > 2
+        for i in range(0, k - step, 2 * step):
+            data[i][:] += data[i + step].copyto(data[i].ctx)
+"""
+
+WRAPPER = """
+import d2lpar as dp
+from d2lpar import sharded_allreduce as library_sharded
+
+
+def tree_allreduce(data):
+    dp.allreduce(data)
+
+
+def sharded_allreduce(data):
+    library_sharded(data)
+"""
+
+
+@pytest.mark.slow
+def test_class_folder_with_a_hang_and_a_wrapper(tmp_path):
+    """The issue's class: a correct, a hanging and a library-wrapping
+    submission, graded with --timeout 20 in well under two minutes; every
+    student has a verdict, the wrapper fails naming the library function
+    (also when imported by name), and the correct one's print is kept
+    out of the table and stored in the JSON."""
+    _write(tmp_path, 'ada.py', CORRECT_TREE)
+    _write(tmp_path, 'ben.py', HANGING_TREE)
+    _write(tmp_path, 'cal.py', WRAPPER)
+    start = time.perf_counter()
+    run = subprocess.run(
+        [sys.executable, '-m', 'd2lpar', 'check', str(tmp_path)]
+        + ['--timeout', '20', '--json'],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    seconds = time.perf_counter() - start
+    assert seconds < 120, seconds  # the issue: well under two minutes
+    assert run.returncode == 1, run.stderr
+    out = json.loads(run.stdout)
+    ada, ben, cal = out['files']
+    assert ada['verdict'] == 'passed', ada
+    assert ada['output'].strip() == 'my timing loop ran'
+    assert ben['verdict'] == 'timeout'
+    assert 'did not finish within 20 s' in ben['error']
+    assert cal['verdict'] == 'failed'
+    tree, sharded = cal['reports']
+    assert tree['mistakes'] == sharded['mistakes'] == ['calls-library']
+    assert "calls d2lpar's allreduce" in tree['failures'][0]['message']
+    assert (
+        "calls d2lpar's sharded_allreduce"
+        in (sharded['failures'][0]['message'])
+    )
+
+
+def test_crash_gets_a_verdict_and_a_gradebook_row(tmp_path):
+    """A submission that kills its own process gets a verdict, the other
+    student is still graded, the table stays free of the submissions'
+    prints (stored with the verdict instead), and the gradebook has one
+    CSV row per student."""
+    _write(tmp_path, 'b_exits.py', 'import os\nprint("bye")\nos._exit(3)\n')
+    _write(tmp_path, 'c_good.py', 'print("hello from c")\n' + GOOD)
+    summary, text = grade([tmp_path], timeout=120)
+    assert 'hello from c' not in text and 'bye' not in text
+    rows = text.splitlines()
+    assert rows[1].split()[:2] == ['b_exits', 'CRASHED']
+    assert 'exit status 3' in rows[1]
+    assert rows[2].split()[:3] == ['c_good', 'PASSED', '1/1']
+    exits, good = summary['files']
+    assert exits['output'].strip() == 'bye'
+    assert good['output'].strip() == 'hello from c'
+    book = list(csv.DictReader(io.StringIO(to_csv(summary['files']))))
+    assert [
+        (r['student'], r['verdict'], r['checks_passed']) for r in book
+    ] == [
+        ('b_exits', 'crashed', '0'),
+        ('c_good', 'passed', '1'),
+    ]
+
+
+def test_timeout_must_be_positive(tmp_path, capsys):
+    """--timeout 0 is bad input (exit 2), with the fix."""
+    path = _write(tmp_path, 'good.py', GOOD)
+    assert main(['check', str(path), '--timeout', '0']) == 2
+    assert 'pass a positive number of seconds' in capsys.readouterr().err

@@ -16,7 +16,11 @@ solution.py`` runs the check of every function of :data:`CHECKS` that a
 file defines.
 """
 
-from .allreduce import check_allreduce
+from .allreduce import (
+    check_allreduce,
+    check_sharded_allreduce,
+    check_tree_allreduce,
+)
 from .averaging import check_average_params, check_train_epoch
 from .evaluation import check_evaluate
 from .mistakes import MISTAKES
@@ -28,8 +32,8 @@ from .training import check_grad_accumulation, check_train_batch
 # Function name a solution file defines -> the check that grades it.
 CHECKS = {
     'allreduce': check_allreduce,
-    'tree_allreduce': check_allreduce,
-    'sharded_allreduce': check_allreduce,
+    'tree_allreduce': check_tree_allreduce,
+    'sharded_allreduce': check_sharded_allreduce,
     'ring_allreduce': check_allreduce,
     'ring_schedule': check_ring_schedule,
     'split_batch': check_split_batch,
@@ -50,7 +54,9 @@ __all__ = [
     'check_evaluate',
     'check_grad_accumulation',
     'check_ring_schedule',
+    'check_sharded_allreduce',
     'check_split_batch',
     'check_train_batch',
+    'check_tree_allreduce',
     'check_train_epoch',
 ]

@@ -1,10 +1,14 @@
 """Checks for an allreduce written by a student, and the battery."""
 
+import functools
+import math
+
 import numpy as onp
 from mxnet import np
 
 from ..devices import devices as make_devices
 from .report import call, run_cases, show
+from .spy import Spy
 
 # Tolerances per dtype: float64 results must keep float64's precision,
 # which is how a sum computed in float32 is caught.
@@ -148,26 +152,94 @@ def diagnose_sum(
     )
 
 
-def _allreduce_case(fn, case):
+def calls_library(spy, algorithm):
+    """A ``calls-library`` finding if the student's code called one of
+    the library's collectives, else None."""
+    if not spy.library_calls:
+        return None
+    name = spy.library_calls[0]
+    return (
+        'calls-library',
+        f"{algorithm} calls d2lpar's {name} (dp.{name}) instead of "
+        f'moving and adding the arrays itself',
+    )
+
+
+def transfer_shape(spy, case, shape):
+    """A ``not-a-tree``/``not-sharded`` finding when a device moved more
+    than the algorithm ``shape`` lets it, else None.
+
+    A tree: ``ceil(log2 k)`` rounds up and as many down, so no device
+    sends or receives more than ``ceil(log2 k)`` whole arrays (gathering
+    on device 0 makes it receive ``k - 1``). Sharded: device ``j`` owns
+    chunk ``j``, so a device receives at most ``k - 1`` chunks to add
+    and ``k - 1`` summed chunks, ``2 (k-1) ceil(N/k)`` elements.
+    """
+    k, n = case['k'], int(onp.prod(case['shape']))
+    if k < 2:
+        return None
+    sent, received = spy.moved(k)
+    rounds = math.ceil(math.log2(k))
+    limit = {
+        'tree': rounds * n,
+        'sharded': 2 * (k - 1) * math.ceil(n / k),
+    }[shape]
+    moved = [max(s, r) for s, r in zip(sent, received)]
+    worst = max(range(k), key=moved.__getitem__)
+    if moved[worst] <= limit:
+        return None
+    if shape == 'tree':
+        return (
+            'not-a-tree',
+            f'device {worst} sent {sent[worst]} and received '
+            f'{received[worst]} elements ({moved[worst] / n:g} arrays of '
+            f'{n}); a tree over k={k} devices takes ceil(log2 {k}) = '
+            f'{rounds} rounds, so no device moves more than {rounds} '
+            f'arrays each way',
+        )
+    return (
+        'not-sharded',
+        f'device {worst} sent {sent[worst]} and received '
+        f'{received[worst]} elements; when each device owns one chunk '
+        f'of {n} elements, a device moves at most 2 (k-1) ceil(N/k) = '
+        f'{limit} each way',
+    )
+
+
+def _allreduce_case(fn, case, shape=None):
     data, inputs = make_inputs(case)
     originals, passed = list(data), data
-    returned = call(fn, passed)
-    return diagnose_sum(originals, inputs, case, passed, returned)
+    name = getattr(fn, '__name__', 'your allreduce')
+    with Spy() as spy:
+        returned = call(fn, passed)
+    found = calls_library(spy, name) or diagnose_sum(
+        originals, inputs, case, passed, returned
+    )
+    if found is None and shape is not None:
+        found = transfer_shape(spy, case, shape)
+    return found
 
 
-def check_allreduce(fn):
+def check_allreduce(fn, shape=None):
     """Check a student's allreduce on k = 1..5 devices.
 
     ``fn(data)`` must behave like :func:`d2lpar.allreduce`: ``data`` is a
     list of same-shape, same-dtype arrays, one per device; afterwards
     every ``data[i]`` (the caller's array object, on its own device, in
     its own dtype) holds the elementwise sum. It returns None. Tree,
-    sharded and ring allreduces all fit this signature.
+    sharded and ring allreduces all fit this signature. It must not call
+    the library's collectives (``dp.allreduce``, ``dp.ring_allreduce``,
+    ...): that is the ``calls-library`` mistake.
 
     Parameters
     ----------
     fn : callable
         The student's ``allreduce(data)``.
+    shape : {None, 'tree', 'sharded'}, optional
+        Also count the elements each device sends and receives (every
+        cross-device ``copyto``/``as_in_ctx``) against the algorithm's
+        shape: a tree moves at most ``ceil(log2 k)`` arrays per device
+        each way, a sharded allreduce ``2 (k-1) ceil(N/k)`` elements.
 
     Returns
     -------
@@ -181,4 +253,26 @@ def check_allreduce(fn):
     >>> bool(dp.check_allreduce(dp.sharded_allreduce))
     True
     """
-    return run_cases('check_allreduce', fn, allreduce_cases(), _allreduce_case)
+    if shape not in (None, 'tree', 'sharded'):
+        raise ValueError(
+            f"check_allreduce: shape is {shape!r}; pass 'tree', "
+            f"'sharded' or None"
+        )
+    return run_cases(
+        'check_allreduce',
+        fn,
+        allreduce_cases(),
+        functools.partial(_allreduce_case, shape=shape),
+    )
+
+
+def check_tree_allreduce(fn):
+    """:func:`check_allreduce` with ``shape='tree'`` (the grader's check
+    of ``tree_allreduce``)."""
+    return check_allreduce(fn, shape='tree')
+
+
+def check_sharded_allreduce(fn):
+    """:func:`check_allreduce` with ``shape='sharded'`` (the grader's
+    check of ``sharded_allreduce``)."""
+    return check_allreduce(fn, shape='sharded')

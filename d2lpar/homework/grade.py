@@ -1,12 +1,32 @@
-"""Grade solution files: ``python -m d2lpar check FILE_OR_FOLDER ...``."""
+"""Grade solution files: ``python -m d2lpar check FILE_OR_FOLDER ...``.
 
+Each submission runs in its own Python process with a time limit, so a
+student's endless loop or crash costs only that student's verdict; the
+submission's own output (prints, timing loops at its top level) is
+captured and stored beside the verdict, never mixed into the table.
+Inside that process the library's collectives are watched before the
+file is imported (:mod:`d2lpar.homework.spy`), so an allreduce that
+calls ``dp.allreduce`` fails as ``calls-library``.
+"""
+
+import csv
 import importlib.util
 import inspect
+import io
+import json
+import os
 import pathlib
+import signal
+import subprocess
 import sys
+import tempfile
+import time
 import traceback
 
 from . import CHECKS
+
+TIMEOUT = 60  # seconds per submission, by default
+OUTPUT_LIMIT = 20_000  # characters of a submission's output kept
 
 
 def solution_files(paths):
@@ -39,7 +59,8 @@ def load(path, index=0):
 
 
 def grade_file(path, index=0):
-    """Run the check of every known function ``path`` defines.
+    """Run the check of every known function ``path`` defines, in this
+    process (:func:`grade` runs each file in a process of its own).
 
     Returns
     -------
@@ -68,22 +89,182 @@ def grade_file(path, index=0):
     return result
 
 
-def grade(paths):
-    """Grade every file; return a JSON-ready summary and the text."""
-    results = [grade_file(p, i) for i, p in enumerate(solution_files(paths))]
-    lines = []
-    for r in results:
-        lines.append(
-            f'== {r["file"]}: {"PASSED" if r["passed"] else "FAILED"}'
+def _child(path, out):
+    """In the submission's own process: watch, import, check, write the
+    verdict to the file ``out`` (stdout/stderr are the submission's)."""
+    from .spy import install
+
+    install()  # before the import: `from d2lpar import allreduce` too
+    result = grade_file(pathlib.Path(path))
+    result['reports'] = [r.to_dict() for r in result['reports']]
+    with open(out, 'w') as f:
+        json.dump(result, f)
+    return 0
+
+
+def _verdict(result):
+    if result['passed']:
+        return 'passed'
+    return result.get('verdict') or 'failed'
+
+
+def grade_isolated(path, timeout=TIMEOUT):
+    """Grade one file in a fresh process that is killed after
+    ``timeout`` seconds.
+
+    Returns
+    -------
+    dict
+        :func:`grade_file`'s keys with reports as plain data, plus
+        ``'verdict'`` (``passed``, ``failed``, ``timeout`` or
+        ``crashed``), ``'seconds'`` and ``'output'`` (what the
+        submission printed, stdout then stderr, at most
+        :data:`OUTPUT_LIMIT` characters).
+    """
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, 'verdict.json')
+        child = subprocess.Popen(
+            [sys.executable, '-m', 'd2lpar.homework.grade', str(path), out],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors='replace',
+            start_new_session=True,  # its own group: kill what it starts
         )
-        if r['error']:
-            lines.append(r['error'].rstrip())
-        lines += [str(report) for report in r['reports']]
+        try:
+            stdout, stderr = child.communicate(timeout=timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            stdout, stderr = child.communicate()
+            timed_out = True
+        result = {'file': str(path), 'passed': False, 'reports': []}
+        if timed_out:
+            result['verdict'] = 'timeout'
+            result['error'] = (
+                f'did not finish within {timeout:g} s (an endless loop? '
+                f'a tree whose step never grows?); killed'
+            )
+        elif os.path.exists(out):
+            with open(out) as f:
+                result = json.load(f)
+        else:
+            tail = stderr.strip().splitlines()[-5:]
+            result['verdict'] = 'crashed'
+            result['error'] = (
+                f'its process ended with exit status {child.returncode} '
+                f'before a verdict:\n' + '\n'.join(tail)
+            )
+    result['verdict'] = _verdict(result)
+    result['seconds'] = round(time.perf_counter() - start, 1)
+    output = stdout + (('\n[stderr]\n' + stderr) if stderr.strip() else '')
+    result['output'] = output[-OUTPUT_LIMIT:]
+    return result
+
+
+def _mistakes(result):
+    codes = []
+    for report in result['reports']:
+        codes += [c for c in report['mistakes'] if c not in codes]
+    return codes
+
+
+def _reason(result):
+    if result['verdict'] == 'passed':
+        return ''
+    if result['error']:
+        return result['error'].strip().splitlines()[0]
+    return ', '.join(_mistakes(result))
+
+
+def table(results):
+    """One line per student: file, verdict, checks passed, why not."""
+    rows = [('student', 'verdict', 'checks', 'seconds', 'why')]
+    for r in results:
+        passed = sum(x['passed'] for x in r['reports'])
+        rows.append(
+            (
+                pathlib.Path(r['file']).stem,
+                r['verdict'].upper(),
+                f'{passed}/{len(r["reports"])}',
+                f'{r["seconds"]:.1f}',
+                _reason(r),
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    return '\n'.join(
+        '  '.join(c.ljust(w) for c, w in zip(row, widths)) + '  ' + row[4]
+        for row in rows
+    ).rstrip()
+
+
+def details(result):
+    """The verdict of one file in full: its error and every report."""
+    lines = [f'== {result["file"]}: {result["verdict"].upper()}']
+    if result['error']:
+        lines.append(result['error'].rstrip())
+    for report in result['reports']:
+        lines.append(
+            f'{report["check"]}({report["function"]}): '
+            + (
+                f'passed all {report["cases"]} cases'
+                if report['passed']
+                else f'{len(report["failures"])} of {report["cases"]} '
+                f'cases failed'
+            )
+        )
+        if report['failures']:
+            f = report['failures'][0]
+            lines += [
+                f'first failing case: {f["case"]}',
+                f'mistake: {f["mistake"]}',
+                f['message'],
+                f'hint: {f["hint"]}',
+            ]
+            if f['traceback']:
+                lines += ['your traceback:', f['traceback'].rstrip()]
+    if result['output'].strip():
+        lines.append(
+            f'(the submission printed {len(result["output"])} '
+            f'characters: kept in --json under "output")'
+        )
+    return '\n'.join(lines)
+
+
+def to_csv(results):
+    """A gradebook: one row per student."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator='\n')
+    writer.writerow(
+        ['student', 'file', 'verdict', 'checks_passed', 'checks', 'why']
+    )
+    for r in results:
+        writer.writerow(
+            [
+                pathlib.Path(r['file']).stem,
+                r['file'],
+                r['verdict'],
+                sum(x['passed'] for x in r['reports']),
+                len(r['reports']),
+                _reason(r),
+            ]
+        )
+    return buffer.getvalue()
+
+
+def grade(paths, timeout=TIMEOUT):
+    """Grade every file, each in its own process; return a JSON-ready
+    summary and the text (a table, then each verdict in full)."""
+    results = [grade_isolated(p, timeout) for p in solution_files(paths)]
+    text = [table(results), '']
+    text += [details(r) for r in results if r['verdict'] != 'passed']
     summary = {
         'passed': bool(results) and all(r['passed'] for r in results),
-        'files': [
-            dict(r, reports=[x.to_dict() for x in r['reports']])
-            for r in results
-        ],
+        'files': results,
     }
-    return summary, '\n'.join(lines)
+    return summary, '\n'.join(text).rstrip()
+
+
+if __name__ == '__main__':
+    sys.exit(_child(*sys.argv[1:3]))

@@ -30,6 +30,15 @@ MISTAKES = {
     'changed-dtype': 'The result lost precision or changed dtype: '
     "compute in the inputs' dtype (e.g. float64 stays "
     'float64; np.zeros defaults to float32).',
+    'calls-library': "You called the library's own collective: the "
+    'homework is to write the algorithm, moving and adding the arrays '
+    'yourself (copyto, as_in_ctx, +=).',
+    'not-a-tree': 'The sum is right, but some device moves more arrays '
+    'than a tree lets it: pair devices up (0 with 1, 2 with 3, then 0 '
+    'with 2, ...) instead of gathering everything on one device.',
+    'not-sharded': 'The sum is right, but some device moves more than '
+    'its chunks: device j should add up only chunk j from everyone, '
+    'then send only that chunk back out.',
     # ring schedule
     'not-a-schedule': 'A schedule is a list of steps, each a list of '
     'Transfer(src, dst, chunk, reduce) with devices and '

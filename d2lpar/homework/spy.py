@@ -1,0 +1,135 @@
+"""Watch a student's function: the library calls it makes, its copies.
+
+A check must grade the algorithm, not only the sum: a
+``tree_allreduce`` that calls ``dp.allreduce`` gives the right sum and
+is not a tree. :class:`Spy` records, while it is active, every call of
+the library's collectives made from code outside ``d2lpar`` (the
+student's), and every copy between two devices (``copyto``, which
+``as_in_ctx`` and a cross-device ``a[:] = b`` go through).
+"""
+
+import importlib
+import sys
+
+import mxnet as mx
+from mxnet import np
+
+# The library's collectives: an allreduce a student writes must call
+# none of them. Name -> the module defining it.
+COLLECTIVES = {
+    'allreduce': 'd2lpar.collectives',
+    'sharded_allreduce': 'd2lpar.collectives',
+    'ring_allreduce': 'd2lpar.collectives',
+    'doubling_allreduce': 'd2lpar.collectives',
+    'run_schedule': 'd2lpar.collectives',
+    'kvstore_allreduce': 'd2lpar.kvstore',
+    'bucketed_allreduce': 'd2lpar.buckets',
+}
+
+
+def _from_student(depth=2):
+    """True when the frame ``depth`` up is not the library's code."""
+    name = sys._getframe(depth).f_globals.get('__name__', '')
+    return not (name == 'd2lpar' or name.startswith('d2lpar.'))
+
+
+_ACTIVE = []  # the Spy objects recording now, innermost last
+_SAVED = []  # (owner, name, original) while the patches are installed
+
+
+def _record():
+    return _ACTIVE[-1] if _ACTIVE else None
+
+
+def _watch(name, fn):
+    def watched(*args, **kwargs):
+        spy = _record()
+        if spy is not None and _from_student():
+            spy.library_calls.append(name)
+        return fn(*args, **kwargs)
+
+    watched.__name__ = watched.__qualname__ = name
+    watched.__wrapped__ = fn
+    return watched
+
+
+def _copy(original):
+    def copyto(src, other):
+        spy = _record()
+        if spy is None or spy.depth:
+            return original(src, other)
+        dst = other if isinstance(other, mx.Context) else other.ctx
+        if dst != src.ctx:
+            spy.transfers.append((src.ctx.device_id, dst.device_id, src.size))
+        spy.depth += 1
+        try:
+            return original(src, other)
+        finally:
+            spy.depth -= 1
+
+    return copyto
+
+
+def install(forbidden=None):
+    """Patch the collectives and ``copyto`` (once); return True if this
+    call installed them. The grader installs them before it imports a
+    submission, so ``from d2lpar import allreduce`` is watched too."""
+    import d2lpar
+
+    if _SAVED:
+        return False
+    forbidden = COLLECTIVES if forbidden is None else forbidden
+    for name, where in forbidden.items():
+        module = importlib.import_module(where)
+        watched = _watch(name, getattr(module, name))
+        for owner in (module, d2lpar):
+            if hasattr(owner, name):
+                _SAVED.append((owner, name, getattr(owner, name)))
+                setattr(owner, name, watched)
+    for cls in (np.ndarray, mx.nd.NDArray):
+        _SAVED.append((cls, 'copyto', cls.copyto))
+        cls.copyto = _copy(cls.copyto)
+    return True
+
+
+def uninstall():
+    """Undo :func:`install`."""
+    while _SAVED:
+        owner, name, value = _SAVED.pop()
+        setattr(owner, name, value)
+
+
+class Spy:
+    """Record library calls and cross-device copies while active.
+
+    Attributes
+    ----------
+    library_calls : list of str
+        The library's collectives (:data:`COLLECTIVES`) that code outside
+        ``d2lpar`` called, in order.
+    transfers : list of tuple
+        ``(src_device_id, dst_device_id, elements)`` per cross-device
+        copy (a copy made inside another is not counted twice).
+    """
+
+    def __init__(self):
+        self.library_calls, self.transfers = [], []
+        self.depth, self._installed = 0, False
+
+    def __enter__(self):
+        self._installed = install()
+        _ACTIVE.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _ACTIVE.remove(self)
+        if self._installed:
+            uninstall()
+
+    def moved(self, k):
+        """Elements each of ``k`` devices sent and received."""
+        sent, received = [0] * k, [0] * k
+        for src, dst, n in self.transfers:
+            sent[src] += n
+            received[dst] += n
+        return sent, received
