@@ -1,7 +1,8 @@
 """Turn a book chapter (MyST Markdown) into a notebook for plain Jupyter.
 
 Usage: python scripts/chapter_notebook.py book/CHAPTER.md OUT.ipynb
-       python scripts/chapter_notebook.py --into OUT_DIR book/A.md ...
+       python scripts/chapter_notebook.py [--executed DIR] --into OUT_DIR \
+           book/A.md ...
 
 The book's pages use Sphinx features a plain Jupyter does not render:
 ``{literalinclude}`` directives (the library's source), ``{glue:md}``
@@ -9,11 +10,25 @@ roles (numbers computed by the page), admonitions and cross-references.
 Here each becomes something readable with only ``d2lpar[notebook]``
 installed: a literalinclude becomes a code cell displaying the source of
 the same function (so the code a chapter explains is in the notebook),
-a glue role becomes the glued name in code font (the cell that computes
-it prints the value), an admonition a bold title, a role its text.
+a glue role the value the book's build glued (read from its executed
+notebook in ``--executed DIR``; without one, the glued name in code
+font), an admonition a bold title, a role its text.
+
+A student gets what a student needs, not the book's plumbing: the
+statements of ``remove-cell`` cells that only glue, assert or compute
+names nothing later reads are dropped (what a later cell needs, such as
+the imports, stays), and the exercises' solutions, code and text, move
+to a "Solutions" section after all the exercises, folded (JupyterLab's
+collapsed heading and each cell's ``jupyter.source_hidden``). The first
+cell under the title says how to install the library from the book's
+site (D2LPAR_SITE_URL, D2LPAR_REPOSITORY_URL: scripts/build-book.sh sets
+them from _config.yml).
 Called by scripts/build-book.sh and tests/test_install_notebooks.py.
 """
 
+import ast
+import importlib.metadata
+import json
 import os
 import re
 import sys
@@ -27,16 +42,84 @@ LITERALINCLUDE = re.compile(
     re.M,
 )
 GLUE = re.compile(r'\{glue(?::\w+)?\}`([^`]+)`')
+# The block form: ```{glue:md} name, options, closing fence.
+GLUE_BLOCK = re.compile(
+    r'^(`{3,})\{glue(?::\w+)?\}[ \t]+(\S+)[ \t]*\n'
+    r'(?:[ \t]*:[\w-]+:.*\n)*\1[ \t]*$',
+    re.M,
+)
 ROLE = re.compile(r'\{(?:doc|ref|numref|term|download|eq)\}`([^`]+)`')
 FENCE_OPEN = re.compile(r'^(`{3,}|:{3,})\{([\w-]+)\}[ \t]*(.*)$')
 OPTION = re.compile(r'^[ \t]*:[\w-]+:.*$')
-NOTE = (
-    'This notebook was made from a chapter of the book "Data '
-    'parallelism, really" to run in plain Jupyter with '
-    '`pip install "d2lpar[cpu,notebook]"`. Where the book shows a '
-    'number computed by a cell, this text shows its name in code '
-    'font; run the cells top to bottom to see the values.'
+SOLUTION = re.compile(
+    r'^(`{3,}|:{3,})\{admonition\}[ \t]+(Solutions?\b[^\n]*)\n(.*?)^\1[ \t]*$',
+    re.M | re.S,
 )
+EXTRAS = 'cpu,notebook'
+# JupyterLab folds the cells under a heading with this metadata.
+COLLAPSED = 'jp-MarkdownHeadingCollapsed'
+HIDDEN = {'source_hidden': True, 'outputs_hidden': True}
+NOTE = (
+    '**About this notebook.** It was made from a chapter of the book '
+    '"Data parallelism, really" to run in plain Jupyter, with d2lpar '
+    '{version}, the library the book ran.\n\n'
+    '- **Install:** {install}\n'
+    '- **Numbers:** {numbers}\n'
+    '- **Exercises:** their solutions are in a folded section at the '
+    'end; open it once you have tried them.'
+)
+NUMBERS = {
+    True: "the numbers in the text are those of the book's build; run "
+    "the cells top to bottom to compute this machine's.",
+    False: 'where the book shows a number computed by a cell, this text '
+    'shows its name in code font; run the cells top to bottom to see the '
+    'values.',
+}
+
+
+def wheel_name(version):
+    """The file name of d2lpar's wheel (scripts/build_dist.py builds it)."""
+    return f'd2lpar-{version}-py3-none-any.whl'
+
+
+def install_commands(version, site_url='', repo_url='', extras=EXTRAS):
+    """The pip commands that install ``version`` from the book's site.
+
+    With the site's address known (``site_url``) a command installs the
+    wheel the site serves in ``dist/``; without it, the wheel downloaded
+    from the site into the current folder. ``repo_url`` adds an install
+    of the repository's newest source.
+    """
+    wheel = wheel_name(version)
+    if site_url:
+        url = f'{site_url.rstrip("/")}/dist/{wheel}'
+        commands = [f'pip install "d2lpar[{extras}] @ {url}"']
+    else:
+        commands = [f'pip install "./{wheel}[{extras}]"']
+    if repo_url:
+        commands.append(f'pip install "d2lpar[{extras}] @ git+{repo_url}"')
+    return commands
+
+
+def install_note(version=None, site_url=None, repo_url=None):
+    """The sentences of the header that say how to install d2lpar."""
+    version = version or importlib.metadata.version('d2lpar')
+    if site_url is None:
+        site_url = os.environ.get('D2LPAR_SITE_URL', '')
+    if repo_url is None:
+        repo_url = os.environ.get('D2LPAR_REPOSITORY_URL', '')
+    commands = install_commands(version, site_url, repo_url)
+    if site_url:
+        text = f'`{commands[0]}`'
+    else:
+        text = (
+            f"download `{wheel_name(version)}` from the book's install "
+            f"page (the site's `dist/` folder), then run `{commands[0]}` "
+            f'in the folder that holds it'
+        )
+    if repo_url:
+        text += f'; or, from the repository, `{commands[1]}`'
+    return text + '. On Colab, Windows or a Mac, read the install page first.'
 
 
 def source_cell(path, options):
@@ -55,9 +138,17 @@ def source_cell(path, options):
     return nbformat.v4.new_code_cell(code, metadata={'tags': ['source']})
 
 
-def plain_markdown(text):
-    """Replace directives and roles that only Sphinx renders."""
-    text = GLUE.sub(r'`\1`', text)
+def plain_markdown(text, glued=None):
+    """Replace directives and roles that only Sphinx renders; a glue role
+    becomes its value from ``glued`` (else its name in code font)."""
+    glued = glued or {}
+
+    def value(match):
+        name = match.group(match.lastindex)
+        return glued.get(name, f'`{name}`')
+
+    text = GLUE_BLOCK.sub(value, text)
+    text = GLUE.sub(value, text)
     text = ROLE.sub(lambda m: re.sub(r'\s*<[^>]*>$', '', m.group(1)), text)
     lines, open_fences, after_open = [], [], False
     for line in text.split('\n'):
@@ -79,58 +170,412 @@ def plain_markdown(text):
     return '\n'.join(lines)
 
 
-def split_markdown(cell):
-    """A markdown cell as markdown and source cells, in page order."""
-    cells, start, text = [], 0, cell.source
-    for match in LITERALINCLUDE.finditer(text):
-        cells.append(
-            nbformat.v4.new_markdown_cell(text[start : match.start()])
-        )
-        cells.append(source_cell(match.group('path'), match.group('options')))
-        start = match.end()
-    cells.append(nbformat.v4.new_markdown_cell(text[start:]))
-    for c in cells:
-        if c.cell_type == 'markdown':
-            c.source = plain_markdown(c.source).strip('\n')
-    return [c for c in cells if c.source.strip()]
+def markdown_pieces(text):
+    """A markdown cell's text as (kind, text) in page order: 'source' for
+    a literalinclude (text: the match), 'solution' for a solution's
+    admonition, 'text' for the rest; '## Exercises' starts a piece."""
+    pieces, start = [], 0
+    marks = [
+        (m.start(), m.end(), 'source', m)
+        for m in LITERALINCLUDE.finditer(text)
+    ]
+    marks += [
+        (m.start(), m.end(), 'solution', m) for m in SOLUTION.finditer(text)
+    ]
+    marks += [
+        (m.start(), m.start(), 'heading', m)
+        for m in re.finditer(r'^## Exercises[ \t]*$', text, re.M)
+    ]
+    for begin, end, kind, match in sorted(marks, key=lambda m: m[0]):
+        if begin < start:
+            continue  # inside a piece already taken
+        pieces.append(('text', text[start:begin]))
+        if kind != 'heading':
+            pieces.append((kind, match))
+        start = end
+    pieces.append(('text', text[start:]))
+    return [(k, t) for k, t in pieces if k != 'text' or t.strip()]
 
 
-def convert(md_path):
-    """The plain notebook of one chapter."""
-    nb = jupytext.read(md_path)
-    cells = []
+def solution_cell(match, exercise, glued):
+    """A solution admonition as a markdown cell titled with its exercise."""
+    title, body = match.group(2).strip(), match.group(3)
+    body = '\n'.join(
+        line for line in body.split('\n') if not OPTION.match(line)
+    )
+    if exercise and title.startswith('Solution') and title != 'Solutions':
+        title = title.replace('Solution', f'Solution to exercise {exercise}')
+    source = plain_markdown(f'**{title}**\n\n{body.strip()}', glued)
+    return nbformat.v4.new_markdown_cell(source)
+
+
+def fold(cell):
+    """Mark ``cell`` a folded solution (hidden until the reader opens it)."""
+    cell.metadata['jupyter'] = dict(HIDDEN)
+    if cell.cell_type == 'markdown':
+        cell.metadata['jupyter'].pop('outputs_hidden')
+    tags = [t for t in cell.metadata.get('tags', []) if t != 'hide-cell']
+    cell.metadata['tags'] = tags + ['solution']
+    return cell
+
+
+def chapter_cells(nb, glued):
+    """The chapter's cells in page order, solutions moved to the end."""
+    cells, solutions = [], []
+    exercises, exercise = False, None
     for cell in nb.cells:
-        cells += (
-            split_markdown(cell) if cell.cell_type == 'markdown' else [cell]
+        if cell.cell_type != 'markdown':
+            (solutions if exercises else cells).append(
+                fold(cell) if exercises else cell
+            )
+            continue
+        for kind, piece in markdown_pieces(cell.source):
+            if kind == 'source':
+                cells.append(
+                    source_cell(piece.group('path'), piece.group('options'))
+                )
+            elif kind == 'solution':
+                solutions.append(fold(solution_cell(piece, exercise, glued)))
+            else:
+                exercises = exercises or piece.lstrip().startswith(
+                    '## Exercises'
+                )
+                numbers = re.findall(r'^(\d+)\.\s', piece, re.M)
+                exercise = numbers[-1] if numbers else exercise
+                source = plain_markdown(piece, glued).strip('\n')
+                if source.strip():
+                    cells.append(nbformat.v4.new_markdown_cell(source))
+    if solutions:
+        heading = nbformat.v4.new_markdown_cell(
+            '## Solutions\n\nOpen a cell to read it (the solutions are '
+            'folded): try each exercise first.',
+            metadata={COLLAPSED: True, 'tags': ['solution']},
         )
+        cells += [heading] + solutions
+    return cells
+
+
+PLUMBING = {'glue_text', 'glue'}
+IDENTIFIER = re.compile(r'[A-Za-z_]\w*')
+
+
+SCOPES = (
+    ast.ListComp,
+    ast.SetComp,
+    ast.GeneratorExp,
+    ast.DictComp,
+    ast.Lambda,
+    ast.FunctionDef,
+)
+
+
+def outer_nodes(node):
+    """``node`` and its descendants, not entering a comprehension, a
+    lambda or a function body (their names do not leak)."""
+    yield node
+    for child in ast.iter_child_nodes(node):
+        if not isinstance(child, SCOPES):
+            yield from outer_nodes(child)
+        elif isinstance(child, ast.FunctionDef):
+            yield child
+
+
+def bound_names(stmt):
+    """The names a statement binds or changes (``x[0] = 1`` changes x)."""
+    names = set()
+    for node in outer_nodes(stmt):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split('.')[0] for a in node.names}
+        elif isinstance(node, ast.FunctionDef):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = getattr(node, 'targets', None) or [node.target]
+            for target in targets:
+                while isinstance(target, (ast.Attribute, ast.Subscript)):
+                    target = target.value
+                if isinstance(target, ast.Name):
+                    names.add(target.id)
+    return names
+
+
+def plumbing(stmt, needed):
+    """True where ``stmt`` only glues, asserts, or binds names no later
+    code reads (a placeholder for the prose)."""
+    if isinstance(stmt, (ast.Assert, ast.Pass)):
+        return True
+    if isinstance(stmt, ast.Expr):
+        func = getattr(stmt.value, 'func', None)
+        name = getattr(func, 'attr', getattr(func, 'id', None))
+        return name in PLUMBING or isinstance(stmt.value, ast.Constant)
+    simple = (
+        ast.Assign,
+        ast.AugAssign,
+        ast.AnnAssign,
+        ast.Import,
+        ast.ImportFrom,
+        ast.FunctionDef,
+    )
+    compound = (ast.For, ast.While, ast.If, ast.With, ast.Try)
+    if isinstance(stmt, simple):
+        return not bound_names(stmt) & needed
+    if isinstance(stmt, compound):
+        inner = stmt.body + getattr(stmt, 'orelse', [])
+        inner += getattr(stmt, 'finalbody', [])
+        for handler in getattr(stmt, 'handlers', []):
+            inner += handler.body
+        return not bound_names(stmt) & needed and all(
+            plumbing(s, needed) for s in inner
+        )
+    return False
+
+
+def statements(source):
+    """(statement, its text with the comments above it) of a cell; None
+    where the cell is not Python that ast reads."""
+    lines = source.split('\n')
+    # Line magics (%matplotlib inline) read as pass.
+    parsed = '\n'.join(
+        re.sub(r'^(\s*)[%!].*', r'\1pass', line) for line in lines
+    )
+    try:
+        body = ast.parse(parsed).body
+    except SyntaxError:
+        return None
+    found = []
+    for i, stmt in enumerate(body):
+        first = body[i - 1].end_lineno if i else 0
+        found.append((stmt, '\n'.join(lines[first : stmt.end_lineno])))
+    return found
+
+
+def surely_bound(stmt):
+    """The names ``stmt`` binds whatever happens (not a loop's)."""
+    if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.FunctionDef)):
+        return bound_names(stmt)
+    if not isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+        return set()
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+    names, stack = set(), list(targets)
+    while stack:
+        target = stack.pop()
+        if isinstance(target, ast.Name):
+            names.add(target.id)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            stack += target.elts
+        elif isinstance(target, ast.Starred):
+            stack.append(target.value)
+    return names
+
+
+def targets_of(node):
+    """The names a target (``k``, ``a, b``, ``*rest``) binds."""
+    return {
+        n.id
+        for n in ast.walk(node)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+
+
+def reads(node, local=frozenset()):
+    """The names ``node`` reads from outside itself: not a
+    comprehension's or a loop's own variables inside it, nor a function's
+    or lambda's arguments inside its body."""
+    found = set()
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+        if node.id not in local:
+            found.add(node.id)
+    elif isinstance(node, ast.For):
+        found |= reads(node.iter, local)
+        inner = local | targets_of(node.target)
+        for child in node.body + node.orelse:
+            found |= reads(child, inner)
+    elif isinstance(
+        node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+    ):
+        inner = local
+        for i, gen in enumerate(node.generators):
+            found |= reads(gen.iter, local if i == 0 else inner)
+            inner = inner | targets_of(gen.target)
+            for cond in gen.ifs:
+                found |= reads(cond, inner)
+        dict_comp = isinstance(node, ast.DictComp)
+        for part in [node.key, node.value] if dict_comp else [node.elt]:
+            found |= reads(part, inner)
+    elif isinstance(node, (ast.Lambda, ast.FunctionDef)):
+        args = node.args
+        names = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+        names |= {a.arg for a in (args.vararg, args.kwarg) if a}
+        for default in args.defaults + args.kw_defaults:
+            if default is not None:
+                found |= reads(default, local)
+        body = node.body if isinstance(node.body, list) else [node.body]
+        for child in body:
+            found |= reads(child, local | names)
+    else:
+        for child in ast.iter_child_nodes(node):
+            found |= reads(child, local)
+    return found
+
+
+def live(stmt, needed):
+    """Update ``needed`` to the names needed before ``stmt``: those it
+    binds for sure leave, those it reads join."""
+    needed.difference_update(surely_bound(stmt))
+    needed.update(reads(stmt))
+
+
+def prune(source, needed):
+    """The statements of a removed cell that later code needs (in
+    order, with the comments above them); updates ``needed`` to the
+    names needed before the cell."""
+    found = statements(source)
+    if found is None:  # not Python we can read: keep it whole
+        needed |= set(IDENTIFIER.findall(source))
+        return source
+    kept = []
+    for stmt, text in reversed(found):
+        magic = text.strip().split('\n')[-1].lstrip().startswith(('%', '!'))
+        if magic or not plumbing(stmt, needed):
+            kept.insert(0, text)
+            live(stmt, needed)
+    return '\n'.join(kept).strip('\n').rstrip(';')
+
+
+def drop_plumbing(cells):
+    """Drop from ``remove-cell`` cells what only serves the book's build;
+    keep (visible) what later cells read."""
+    needed, out = set(), []
+    for cell in reversed(cells):
+        tags = cell.metadata.get('tags', [])
+        if cell.cell_type == 'code' and 'remove-cell' in tags:
+            cell.source = prune(cell.source, needed)
+            cell.metadata['tags'] = [t for t in tags if t != 'remove-cell']
+            if not cell.metadata['tags']:
+                del cell.metadata['tags']
+            if not cell.source.strip():
+                continue
+        elif cell.cell_type == 'code':
+            found = statements(cell.source)
+            if found is None:
+                needed |= set(IDENTIFIER.findall(cell.source))
+            for stmt, _ in reversed(found or []):
+                live(stmt, needed)
+        out.insert(0, cell)
+    return out
+
+
+D2LPAR_FIRST = (
+    '# d2lpar first: beside numpy 1.24 or newer (Python 3.12) it restores\n'
+    '# the numpy aliases MXNet 1.9.1 reads while it is imported.\n'
+    'import d2lpar as dp\n'
+)
+
+
+def d2lpar_first(cells):
+    """Move ``import d2lpar as dp`` above the first import of MXNet (the
+    book's own stack, numpy 1.23.5, does not need it; numpy 1.26 does)."""
+    for cell in cells:
+        if cell.cell_type != 'code':
+            continue
+        lines = cell.source.split('\n')
+        mxnet = [
+            i
+            for i, line in enumerate(lines)
+            if re.match(r'(import|from) mxnet\b', line)
+        ]
+        if 'import d2lpar as dp' not in lines or not mxnet:
+            return
+        if lines.index('import d2lpar as dp') > mxnet[0]:
+            lines.remove('import d2lpar as dp')
+            while lines and not lines[-1].strip():
+                lines.pop()
+            lines.insert(mxnet[0], D2LPAR_FIRST)
+            cell.source = '\n'.join(lines)
+        return
+
+
+def glued_values(executed):
+    """name -> Markdown text of every value the book's build glued, from
+    myst-nb's ``NAME.glue.json`` beside the executed notebook (or the
+    ``scrapbook`` outputs of an executed ``.ipynb``); {} where none."""
+    if not executed or not os.path.exists(executed):
+        return {}
+    if executed.endswith('.json'):
+        with open(executed) as f:
+            outputs = [dict(o, name=k) for k, o in json.load(f).items()]
+    else:
+        nb = nbformat.read(executed, as_version=4)
+        outputs = [
+            dict(o, name=o['metadata']['scrapbook']['name'])
+            for cell in nb.cells
+            for o in cell.get('outputs', [])
+            if 'scrapbook' in o.get('metadata', {})
+        ]
+    values = {}
+    for output in outputs:
+        data = {
+            k.rsplit('/', 2)[-2] + '/' + k.rsplit('/', 1)[-1]: v
+            for k, v in output.get('data', {}).items()
+        }  # without the 'application/papermill.record/' of hidden glue
+        text = data.get('text/markdown', data.get('text/plain'))
+        if text is not None:
+            values[output['name']] = text
+    return values
+
+
+def convert(md_path, executed=None):
+    """The plain notebook of one chapter; ``executed`` is the book
+    build's executed notebook of it (for the glued values)."""
+    nb = jupytext.read(md_path)
+    glued = glued_values(executed)
+    cells = drop_plumbing(chapter_cells(nb, glued))
+    d2lpar_first(cells)
     title = next(
         (i for i, c in enumerate(cells) if c.cell_type == 'markdown'), -1
     )
-    cells.insert(title + 1, nbformat.v4.new_markdown_cell(f'*{NOTE}*'))
+    note = NOTE.format(
+        version=importlib.metadata.version('d2lpar'),
+        install=install_note(),
+        numbers=NUMBERS[bool(glued)],
+    )
+    cells.insert(
+        title + 1,
+        nbformat.v4.new_markdown_cell(note, metadata={'tags': ['install']}),
+    )
     nb.cells = cells
     nb.metadata.pop('jupytext', None)  # a plain notebook, not a pair
     nbformat.validate(nb)
     return nb
 
 
-def main(md_path, out_path):
-    nb = convert(md_path)
+def main(md_path, out_path, executed=None):
+    nb = convert(md_path, executed)
     nbformat.write(nb, out_path)
 
 
-def main_many(out_dir, md_paths):
+def main_many(out_dir, md_paths, executed_dir=None):
     """Convert every chapter into ``out_dir/NAME.ipynb``.
 
     One Python process for all chapters: starting one per chapter cost
-    about a second each in every build.
+    about a second each in every build. ``executed_dir`` holds the
+    build's executed notebooks (NAME.ipynb), for the glued values.
     """
     for md_path in md_paths:
         name = os.path.splitext(os.path.basename(md_path))[0]
-        main(md_path, os.path.join(out_dir, name + '.ipynb'))
+        executed = executed_dir and os.path.join(
+            executed_dir, name + '.glue.json'
+        )
+        main(md_path, os.path.join(out_dir, name + '.ipynb'), executed)
 
 
 if __name__ == '__main__':
-    if sys.argv[1] == '--into':
-        main_many(sys.argv[2], sys.argv[3:])
+    args = sys.argv[1:]
+    executed_dir = None
+    if args[0] == '--executed':
+        executed_dir, args = args[1], args[2:]
+    if args[0] == '--into':
+        main_many(args[1], args[2:], executed_dir)
     else:
-        main(*sys.argv[1:])
+        main(*args)
