@@ -397,7 +397,14 @@ def format_row(row):
     )
 
 
-def _row(rows, k, nbytes, name):
+def find_row(rows, k, nbytes, name):
+    """The row of :func:`run` for ``k`` devices, ``nbytes`` and ``name``.
+
+    Raises
+    ------
+    KeyError
+        If no row matches.
+    """
     for r in rows:
         if (r['devices'], r['bytes'], r['algorithm']) == (k, nbytes, name):
             return r
@@ -426,8 +433,8 @@ def noise(rows, nbytes, k=2):
     float
         ``slower / faster - 1`` of the two medians, e.g. 0.2 for 20%.
     """
-    a = _row(rows, k, nbytes, 'sharded')['seconds']
-    b = _row(rows, k, nbytes, 'ring')['seconds']
+    a = find_row(rows, k, nbytes, 'sharded')['seconds']
+    b = find_row(rows, k, nbytes, 'ring')['seconds']
     return max(a, b) / min(a, b) - 1
 
 
@@ -453,7 +460,7 @@ def verdict(rows, k, nbytes, a, b, floor):
         the medians differ by more than ``floor``; otherwise ``'not
         clearly different from'``.
     """
-    ra, rb = _row(rows, k, nbytes, a), _row(rows, k, nbytes, b)
+    ra, rb = find_row(rows, k, nbytes, a), find_row(rows, k, nbytes, b)
     by_runs = compare_times(ra['runs'], rb['runs'])
     ratio = max(ra['seconds'], rb['seconds']) / min(
         ra['seconds'], rb['seconds']
