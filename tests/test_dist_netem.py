@@ -276,50 +276,37 @@ def network_row(rate, measured, predicted, placed=None, servers=1):
     )
 
 
-def test_explanations_tell_the_reasons_apart():
-    """Within 25%; the placed model where it differs; faster than the
-    model; and a fixed cost, measured at the fastest rate, after which
-    the transfers agree (0.45 - 0.1 - 0.05 = 0.3 s against 0.25 s)."""
+def test_best_model_prefers_the_arrays_as_placed():
+    """A row with a placed model is judged against it; a row without one
+    (one host, Horovod) against the cost model's shape."""
+    assert bn.best_model(network_row('1gbit', 0.2, 0.1, placed=0.15)) == 0.15
+    assert bn.best_model(network_row('1gbit', 0.2, 0.1)) == 0.1
+
+
+def test_fixed_cost_is_taken_at_the_fastest_rate():
+    """The excess over the model at the fastest rate is the fixed cost
+    (0.20 - 0.15 = 50 ms); at the slowest rate it is taken off with the
+    compute (0.45 - 0.1 - 0.05 = 300 ms of transfers against the model's
+    0.35 - 0.1 = 250 ms), whatever order the rows come in; one rate
+    gives None."""
     rows = [
-        network_row('1gbit', 0.20, 0.15),  # fastest: 50 ms fixed cost
         network_row('100mbit', 0.45, 0.35),
+        network_row('1gbit', 0.20, 0.15),
     ]
-    fixed, slow = bn.explain_network(rows)
-    assert 'the 50 ms are a cost per step the model leaves out' in fixed
-    assert "transfers took 300 ms against the model's 250 ms" in slow
-    assert slow.endswith('which agree within 25%.')
-    placed = network_row('1gbit', 0.21, 0.1, placed=0.2, servers=2)
-    (text,) = bn.explain_network([placed])
-    assert 'server 0 holds 515 of the 516 kB' in text
-    assert text.endswith('within 25% of it.')
-    (fast,) = bn.explain_network([network_row('1gbit', 0.1, 0.2)])
-    assert 'faster than the model' in fast
+    got = bn.fixed_cost(rows, '2 hosts, PS 1 server')
+    np.testing.assert_allclose(
+        [got['fixed'], got['transfer'], got['modelled']],
+        [0.05, 0.30, 0.25],
+        rtol=1e-12,
+    )
+    assert bn.fixed_cost(rows[:1], '2 hosts, PS 1 server') is None
+    assert bn.fixed_cost(rows, '2 hosts, PS 2 servers') is None
 
 
-def test_horovod_explanation_checks_bytes_before_blaming_time():
-    """Two-host Horovod off the model, with the bytes per step as the
-    model counts them (2(k-1)N): the explanation compares with the two
-    directions of the link taking turns (twice the transfer time)."""
-    n = be.gradient_bytes()
-    rows = [
-        dict(
-            engine='horovod',
-            workers=2,
-            servers=None,
-            hosts=2,
-            rate=rate,
-            sec_per_step=measured,
-            predicted=predicted,
-            placed=None,
-            compute=0.05,
-            bytes_per_step=2.1 * n,
-        )
-        for rate, measured, predicted in [
-            ('1gbit', 0.09, 0.05),  # 40 ms fixed cost
-            ('100mbit', 0.17, 0.09),  # transfers 80 ms, model 40 ms
-        ]
-    ]
-    text = bn.explain_network(rows)[1]
-    assert 'the model would give 80 ms, which fits.' in text
-    rows[1]['bytes_per_step'] = 4 * n  # more bytes: no such claim
-    assert 'took turns' not in bn.explain_network(rows)[1]
+def test_table_judges_each_row_by_its_best_model():
+    """The ratio column divides by the placed model where there is one
+    (0.2 / 0.16 = 1.25), not by the cost model's shape (2.00)."""
+    row = network_row('1gbit', 0.2, 0.1, placed=0.16, servers=2)
+    row['bytes_per_step'] = 1e6
+    line = bn.format_network([row]).splitlines()[-1]
+    assert '  1.25 ' in line and '2.00' not in line

@@ -7,17 +7,18 @@ hosts, and sets each measured step beside what :mod:`d2lpar.costmodel`
 predicts from the bytes each placement sends.
 """
 
-import time
-
 from mxnet import npx
 
-from ..costmodel import allreduce_time, engine_bytes
+from ..costmodel import allreduce_time
 from ..data import load_fashion_mnist
 from ..dist import netem
 from ..dist.worker import worker_step
 from ..model import LENET_SHAPES, init_lenet_params
 from ..parameters import get_params
+from ..threads import share_cores
 from .engines import gradient_bytes, run_job
+from .step import in_fresh_process_each
+from .timing import seconds_each
 
 
 class _Alone:
@@ -29,24 +30,37 @@ class _Alone:
         pass
 
 
-def compute_seconds(batch_size=64, steps=20):
-    """Seconds of one worker's step without communication, in-process.
+def compute_seconds(batch_size=64, steps=20, workers=2):
+    """Seconds of one worker's step without communication.
 
     The same :func:`d2lpar.dist.worker.worker_step`, on a minibatch of
-    ``batch_size``, with an engine that does not communicate.
+    ``batch_size``, with an engine that does not communicate, in a fresh
+    process whose ``cpu(0)`` has the threads each of ``workers`` workers
+    gets (:func:`d2lpar.threads.share_cores`), timed step by step
+    (:func:`d2lpar.bench.timing.seconds_each`). The fastest of the
+    ``steps`` is returned: on a machine that other processes load, a
+    step whose threads wait for a busy core takes several times longer,
+    and the fastest step is the one least touched by that.
     """
+    (seconds,) = in_fresh_process_each(
+        {}, _compute_here, [(batch_size, steps, workers)], timeout=600
+    )
+    return seconds
+
+
+def _compute_here(batch_size, steps, workers):
+    share_cores(workers)
     params = get_params(init_lenet_params(0, 0.1), npx.cpu())
     train_iter, _ = load_fashion_mnist(
         batch_size, num_train=batch_size, num_test=batch_size, seed=0
     )
     X, y = next(iter(train_iter))
-    worker_step(_Alone(), X, y, params, 0.1, batch_size)  # warm-up
-    npx.waitall()
-    start = time.perf_counter()
-    for _ in range(steps):
-        worker_step(_Alone(), X, y, params, 0.1, batch_size)
-    npx.waitall()
-    return (time.perf_counter() - start) / steps
+    times = seconds_each(
+        lambda: worker_step(_Alone(), X, y, params, 0.1, batch_size),
+        repeats=steps,
+        warmup=1,
+    )
+    return min(times)
 
 
 def model_shape(servers, hosts):
@@ -251,128 +265,70 @@ def setup_name(row):
 
 
 def format_network(rows):
-    """A table of :func:`measure_network` rows."""
+    """A table of :func:`measure_network` rows: measured, the cost model,
+    the model with the arrays as MXNet places them (parameter server on
+    two hosts only), and measured over the better of the two models
+    (:func:`best_model`)."""
     n = gradient_bytes()
     lines = [
         f'gradients N = {n / 1e6:.2f} MB; compute alone '
         f'{1e3 * rows[0]["compute"]:.1f} ms per step'
         if rows
         else '',
-        f'{"setup":>22} {"rate":>8} {"ms/step":>8} '
-        f'{"model":>7} {"ratio":>6} {"job MB/step":>11}',
+        f'{"setup":>22} {"rate":>8} {"ms/step":>8} {"model":>7} '
+        f'{"placed":>7} {"ratio":>6} {"job MB/step":>11}',
     ]
     for r in rows:
+        placed = f'{1e3 * r["placed"]:7.1f}' if r['placed'] else f'{"":>7}'
         lines.append(
             f'{setup_name(r):>22} {r["rate"]:>8} '
             f'{1e3 * r["sec_per_step"]:8.1f} {1e3 * r["predicted"]:7.1f} '
-            f'{r["sec_per_step"] / r["predicted"]:6.2f} '
+            f'{placed} {r["sec_per_step"] / best_model(r):6.2f} '
             f'{r["bytes_per_step"] / 1e6:11.2f}'
         )
     return '\n'.join(lines)
 
 
-def _sharing(row):
-    """Which processes of a job share the cores with its compute."""
-    if row['engine'] == 'horovod':
-        return 'horovodrun and the workers'
-    return 'the scheduler, the servers and the workers'
+def best_model(row):
+    """Seconds per step of the row's best model: the arrays as placed
+    (:func:`placed_transfer`) where the row has it, else the cost
+    model's shape (:func:`predict_step`)."""
+    return row.get('placed') or row['predicted']
 
 
-def explain_network(rows, close=0.25):
-    """One sentence per :func:`measure_network` row: model against
-    measurement, and where they differ by more than ``close``, why.
+def fixed_cost(rows, setup):
+    """What a setup's step costs beyond its model, told apart from the
+    transfers, from the rows of :func:`measure_network`.
 
-    Three reasons are told apart: MXNet's placement of whole arrays
-    (the row's ``placed`` model); transfers that overlap each other and
-    the compute (faster than the model); and a fixed cost per step the
-    model leaves out, measured as the excess at the fastest rate of the
-    same setup, after which the transfers alone are compared.
+    At the fastest rate the transfers cost little, so the excess of the
+    measured step over the model (:func:`best_model`) is taken as a cost
+    per step that the model leaves out (processes sharing the cores, the
+    scheduler's messages); at the slowest rate that cost is taken off
+    the measured step, and what remains beyond the compute is set beside
+    the model's transfer time.
+
+    Parameters
+    ----------
+    rows : list of dict
+    setup : str
+        A :func:`setup_name`, e.g. ``'2 hosts, PS 1 server'``.
+
+    Returns
+    -------
+    dict or None
+        ``fixed`` (seconds, at the fastest rate), ``transfer`` and
+        ``modelled`` (seconds of transfers at the slowest rate, measured
+        less compute and ``fixed``, and the model's), or None if the
+        setup was measured at fewer than two rates.
     """
-    return [_explain(r, rows, close) for r in rows]
-
-
-def _explain(r, rows, close):
-    text = (
-        f'{setup_name(r)} at {r["rate"]}: {1e3 * r["sec_per_step"]:.0f} '
-        f'ms against {1e3 * r["predicted"]:.0f} ms predicted'
-    )
-    model = r['predicted']
-    if abs(r['sec_per_step'] / model - 1) <= close:
-        return text + f', within {close:.0%} of it.'
-    if r.get('placed') and abs(r['placed'] / model - 1) > 0.05:
-        text += (
-            f'; MXNet puts each array smaller than {BIGARRAY_BOUND:,} '
-            f'elements whole on one server (key times 9973, modulo the '
-            f'servers), so server 0 holds '
-            f'{max(server_bytes(r["servers"])) / 1e3:.0f} of the '
-            f'{gradient_bytes() / 1e3:.0f} kB (every weight matrix), not '
-            f'half: with the bytes as placed the model gives '
-            f'{1e3 * r["placed"]:.0f} ms'
-        )
-        model = r['placed']
-    if abs(r['sec_per_step'] / model - 1) <= close:
-        return text + f', within {close:.0%} of it.'
-    same = [q for q in rows if setup_name(q) == setup_name(r)]
-    fastest = max(same, key=lambda q: netem.parse_rate(q['rate']))
-    fixed = fastest['sec_per_step'] - (
-        fastest.get('placed') or fastest['predicted']
-    )
-    if r['sec_per_step'] < model:
-        return text + (
-            '; faster than the model: the transfers of successive arrays '
-            'overlap each other and the compute, where the model adds '
-            'them up.'
-        )
-    if len(same) == 1:
-        return text + (
-            '; only one rate was measured for it (a quick build), so the '
-            'cost per step that the model leaves out cannot be told apart '
-            'from the transfers.'
-        )
-    if r is fastest:
-        return text + (
-            f'; at this, its fastest rate, transfers cost little, so the '
-            f'{1e3 * fixed:.0f} ms are a cost per step the model leaves '
-            f"out (the processes' own work: {_sharing(r)} share this "
-            f"machine's cores with the compute)."
-        )
-    transfer = r['sec_per_step'] - r['compute'] - max(fixed, 0.0)
-    modelled = model - r['compute']
-    text += (
-        f'; less the {1e3 * max(fixed, 0.0):.0f} ms it also took at its '
-        f'fastest rate (a cost per step the model leaves out), the '
-        f"transfers took {1e3 * transfer:.0f} ms against the model's "
-        f'{1e3 * modelled:.0f} ms, '
-    )
-    if abs(transfer / modelled - 1) <= close:
-        return text + f'which agree within {close:.0%}.'
-    rate = netem.parse_rate(r['rate']) * modelled / max(transfer, 1e-9)
-    text += (
-        f'which still differ by more than {close:.0%}: the link behaved '
-        f'like one of {rate / 1e6:.0f} Mbit/s'
-    )
-    sent = engine_bytes('horovod', r.get('workers', 2), gradient_bytes())
-    if (
-        r['engine'] == 'horovod'
-        and r['hosts'] > 1
-        and r.get('bytes_per_step')
-        and abs(r['bytes_per_step'] / sent[0] - 1) <= close
-    ):
-        # The ring's model lets both directions of the link carry their
-        # share at once; with the bytes as the model counts them, compare
-        # with the two directions taking turns.
-        turns = 2 * modelled
-        verdict = (
-            'which fits'
-            if abs(transfer / turns - 1) <= close
-            else 'which does not fit either'
-        )
-        text += (
-            f'. The bytes crossing the link, {r["bytes_per_step"] / 1e6:.2f}'
-            f" MB per step, are within {close:.0%} of the model's "
-            f'{sent[0] / 1e6:.2f} MB, so the time is lost elsewhere: if '
-            f'the two directions took turns instead '
-            f'of overlapping, the model would give {1e3 * turns:.0f} ms, '
-            f'{verdict}'
-        )
-    return text + '.'
+    same = [r for r in rows if setup_name(r) == setup]
+    if len({r['rate'] for r in same}) < 2:
+        return None
+    fast = max(same, key=lambda r: netem.parse_rate(r['rate']))
+    slow = min(same, key=lambda r: netem.parse_rate(r['rate']))
+    fixed = fast['sec_per_step'] - best_model(fast)
+    return {
+        'fixed': fixed,
+        'transfer': slow['sec_per_step'] - slow['compute'] - fixed,
+        'modelled': best_model(slow) - slow['compute'],
+    }
