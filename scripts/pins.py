@@ -1,24 +1,27 @@
-"""Write requirements.txt from pyproject.toml, the one home of the pins.
+"""Check requirements.txt (the pins) against pyproject.toml (the ranges).
 
-Usage: python scripts/pins.py > requirements.txt
-tests/test_install.py fails when the two disagree.
+pyproject.toml states what d2lpar works with, as ranges, so that pip can
+install it beside other packages (numpy 1.26 on Python 3.12, say);
+requirements.txt pins the one stack `make book` and `make test` run on.
+The two must agree: every package the stack names (d2lpar's dependencies
+and the extras in EXTRAS) is pinned exactly once, with '==', inside its
+range, and nothing else is pinned.
+
+Usage: python scripts/pins.py    (prints each problem; exit 1 if any)
+tests/test_pins.py runs the same check.
 """
 
 import pathlib
+import sys
 import tomllib
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-EXTRAS = ('cpu', 'notebook', 'dev')  # everything the book's .venv needs
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
-HEADER = """\
-# GENERATED from pyproject.toml by `python scripts/pins.py > requirements.txt`;
-# edit the pins there (dependencies and the extras cpu, notebook, dev).
-# The whole stack of `make book` and `make test`; Python 3.11 only (mxnet
-# 1.9.1 and numpy 1.23.5 have no wheels for 3.12+).
-#
-# GPU users: replace the CPU wheel `mxnet==1.9.1` by the CUDA build that
-# matches the machine's CUDA, e.g. `mxnet-cu112==1.9.1` (see README).
-"""
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+# Everything the book's .venv needs (book pulls in cpu, notebook, d2l
+# and teacher).
+EXTRAS = ('book', 'dev')
 
 
 def project():
@@ -26,19 +29,75 @@ def project():
         return tomllib.load(f)['project']
 
 
-def render():
-    """The text requirements.txt must hold."""
-    meta = project()
-    groups = [('d2lpar', meta['dependencies'])]
-    groups += [
-        (f'd2lpar[{e}]', meta['optional-dependencies'][e]) for e in EXTRAS
-    ]
-    lines = [HEADER]
-    for name, pins in groups:
-        lines.append(f'# {name}')
-        lines += pins
-    return '\n'.join(lines) + '\n'
+def requirements(extras=EXTRAS, meta=None):
+    """d2lpar's requirements with ``extras``, self-references followed.
+
+    Returns a dict: canonical name -> Requirement. Requirements whose
+    marker is false here (``setuptools; python_version >= '3.12'`` on
+    3.11) are left out: the stack does not install them.
+    """
+    meta = meta or project()
+    name = canonicalize_name(meta['name'])
+    found, todo, seen = {}, [None, *extras], set()
+    while todo:
+        extra = todo.pop()
+        if extra in seen:
+            continue
+        seen.add(extra)
+        if extra is None:
+            listed = meta['dependencies']
+        else:
+            listed = meta['optional-dependencies'][extra]
+        for text in listed:
+            req = Requirement(text)
+            if req.marker is not None and not req.marker.evaluate():
+                continue
+            if canonicalize_name(req.name) == name:
+                todo += sorted(req.extras)
+                continue
+            key = canonicalize_name(req.name)
+            if key in found and found[key].specifier != req.specifier:
+                raise ValueError(f'{req.name} has two ranges: {text}')
+            found[key] = req
+    return found
+
+
+def pins(text=None):
+    """requirements.txt's pins as a list of Requirement, in file order."""
+    if text is None:
+        text = (ROOT / 'requirements.txt').read_text()
+    lines = (line.split('#')[0].strip() for line in text.splitlines())
+    return [Requirement(line) for line in lines if line]
+
+
+def problems(pinned=None, ranges=None):
+    """Each way the pins and the ranges disagree, as a sentence."""
+    pinned = pins() if pinned is None else pinned
+    ranges = requirements() if ranges is None else ranges
+    out, names = [], []
+    for pin in pinned:
+        key = canonicalize_name(pin.name)
+        specs = list(pin.specifier)
+        if len(specs) != 1 or specs[0].operator != '==':
+            out.append(f'{pin}: not an exact == pin')
+            continue
+        if key in names:
+            out.append(f'{pin.name}: pinned twice')
+        names.append(key)
+        if key not in ranges:
+            out.append(f'{pin}: not a requirement of d2lpar{list(EXTRAS)}')
+        elif not ranges[key].specifier.contains(
+            specs[0].version, prereleases=True
+        ):
+            out.append(f"{pin}: outside pyproject.toml's {ranges[key]}")
+    for key, req in ranges.items():
+        if key not in names:
+            out.append(f'{req}: in pyproject.toml but not pinned')
+    return out
 
 
 if __name__ == '__main__':
-    print(render(), end='')
+    found = problems()
+    for problem in found:
+        print(problem)
+    sys.exit(1 if found else 0)

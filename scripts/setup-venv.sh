@@ -1,24 +1,33 @@
 #!/usr/bin/env bash
 # Create or refresh the project's virtual environment from requirements.txt
-# (generated from the pins in pyproject.toml: scripts/pins.py).
-# Usage: scripts/setup-venv.sh [VENV_DIR]            (default .venv)
-#        scripts/setup-venv.sh --plain [VENV_DIR]    (default .venv-plain)
+# (the pins of the ranges in pyproject.toml: scripts/pins.py checks them).
+# Usage: scripts/setup-venv.sh [VENV_DIR]              (default .venv)
+#        scripts/setup-venv.sh --plain [VENV_DIR]      (default .venv-plain)
+#        scripts/setup-venv.sh --numpy126 [VENV_DIR]   (default .venv-np126)
 # --plain makes a student's environment instead: a regular (not editable)
 # install of `.[cpu,notebook]`, as `pip install "d2lpar[cpu,notebook]"`
 # would give, without the book's build tools (no jupyter-book, no pytest).
 # `make test-notebooks` runs the chapter notebooks in it.
+# --numpy126 makes the venv of `make test-numpy126`: d2lpar's ranges
+# resolved beside numpy 1.26.4 (the oldest numpy with Python 3.12 wheels)
+# and without d2l (whose pins refuse numpy 1.26), with what the fast tests
+# need; Python 3.12 itself is not on these machines, so this venv is its
+# proxy (PYTHON=python3.12 uses a real one where there is one).
 set -euo pipefail
-plain=
+plain= np126=
 if [ "${1:-}" = --plain ]; then plain=1; shift; fi
+if [ "${1:-}" = --numpy126 ]; then np126=1; shift; fi
 venv=${1:-${plain:+.venv-plain}}
+venv=${venv:-${np126:+.venv-np126}}
 venv=${venv:-.venv}
+if [ -n "$np126" ]; then want='(3, 11), (3, 12)'; else want='(3, 11),'; fi
 
 find_python() {
     # The stack (mxnet 1.9.1, numpy 1.23.5) installs on Python 3.11 only.
     for candidate in "${PYTHON:-}" python3.11 python3; do
         [ -n "$candidate" ] || continue
         command -v "$candidate" >/dev/null 2>&1 || continue
-        if "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
+        if "$candidate" -c "import sys; sys.exit(sys.version_info[:2] not in ($want))"; then
             echo "$candidate"; return 0
         fi
     done
@@ -26,14 +35,14 @@ find_python() {
 }
 
 if [ -x "$venv/bin/python" ] &&
-   ! "$venv/bin/python" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
-    echo "setup: $venv is not Python 3.11; recreating it" >&2
+   ! "$venv/bin/python" -c "import sys; sys.exit(sys.version_info[:2] not in ($want))"; then
+    echo "setup: $venv is not a Python in ($want); recreating it" >&2
     rm -rf "$venv"
 fi
 if [ ! -x "$venv/bin/python" ]; then
     python=$(find_python) || {
-        echo "setup: Python 3.11 is needed (mxnet 1.9.1 and numpy 1.23.5 do not" >&2
-        echo "       install on 3.12+). Install python3.11, or set PYTHON=/path/to/python3.11." >&2
+        echo "setup: Python 3.11 is needed (the pinned numpy 1.23.5, d2l's pin, has" >&2
+        echo "       no wheel for 3.12+). Install python3.11, or set PYTHON=/path/to/python3.11." >&2
         exit 1
     }
     echo "setup: creating $venv with $python"
@@ -45,8 +54,20 @@ if [ -n "$plain" ]; then
     # The library as it is now, even when its version number is unchanged.
     "$venv/bin/python" -m pip install --quiet --no-deps --force-reinstall .
     rm -rf build  # setuptools' in-tree build folder
+elif [ -n "$np126" ]; then
+    # No d2l: the extras the tests import (notebook, teacher), not `book`.
+    "$venv/bin/python" -m pip install --quiet -e ".[cpu,notebook,teacher,dev]" \
+        numpy==1.26.4
+    if "$venv/bin/python" -c 'import d2l' 2>/dev/null; then
+        echo "setup: d2l is in $venv; this venv must not have it" >&2
+        exit 1
+    fi
 else
-    "$venv/bin/python" -m pip install --quiet -r requirements.txt
-    "$venv/bin/python" -m pip install --quiet --no-deps -e .
+    # The pins, and the package with the extras they pin: pip refuses a pin
+    # outside pyproject.toml's range. `book` brings d2l (the d2l extra).
+    "$venv/bin/python" -m pip install --quiet -r requirements.txt \
+        -e ".[book,dev]"
 fi
-echo "setup: $venv is ready ($("$venv/bin/python" -c 'import mxnet, numpy; print("mxnet", mxnet.__version__, "numpy", numpy.__version__)'))"
+# An assignment, so that set -e stops here if d2lpar does not import.
+versions=$("$venv/bin/python" -c 'import d2lpar, mxnet, numpy; print("mxnet", mxnet.__version__, "numpy", numpy.__version__)')
+echo "setup: $venv is ready ($versions)"
