@@ -448,22 +448,92 @@ def avg_by_k_plus_one(device_params):
 # -------------------------------------------------------------- the epoch
 
 
+def _numbers(step):
+    losses, corrects = step
+    return sum(a.item() for a in losses), sum(a.item() for a in corrects)
+
+
 def ep_synced(train_iter, device_params, devices, lr):
+    # Reads each step's numbers at once, through .asnumpy(): in sync.
+    loss = correct = n = 0
+    for X, y in train_iter:
+        losses, corrects = dp.train_batch(X, y, device_params, devices, lr)
+        loss += sum(float(a.asnumpy()) for a in losses)
+        correct += sum(float(a.asnumpy()) for a in corrects)
+        n += X.shape[0]
+    return loss / n, correct / n
+
+
+def ep_waits(train_iter, device_params, devices, lr):
+    # The old premise: npx.waitall() after every batch.
+    steps, n = [], 0
+    for X, y in train_iter:
+        steps.append(dp.train_batch(X, y, device_params, devices, lr))
+        npx.waitall()
+        n += X.shape[0]
+    loss, correct = map(sum, zip(*map(_numbers, steps)))
+    return loss / n, correct / n
+
+
+def ep_never_waits(train_iter, device_params, devices, lr):
+    # Queues the whole epoch; reads nothing, waits for nothing.
     for X, y in train_iter:
         dp.train_batch(X, y, device_params, devices, lr)
-        npx.waitall()
+
+
+def ep_reads_at_end(train_iter, device_params, devices, lr):
+    # Right numbers, but every step stays in flight until the end.
+    steps, n = [], 0
+    for X, y in train_iter:
+        steps.append(dp.train_batch(X, y, device_params, devices, lr))
+        n += X.shape[0]
+    loss, correct = map(sum, zip(*map(_numbers, steps)))
+    return loss / n, correct / n
+
+
+def ep_batch_means(train_iter, device_params, devices, lr):
+    # Two steps in flight, but the mean of per-batch means.
+    pending, means = None, []
+    for X, y in train_iter:
+        step = dp.train_batch(X, y, device_params, devices, lr)
+        if pending is not None:
+            means.append(_numbers(pending[0]) + (pending[1],))
+        pending = (step, X.shape[0])
+    means.append(_numbers(pending[0]) + (pending[1],))
+    return (
+        sum(loss / n for loss, _, n in means) / len(means),
+        sum(c / n for _, c, n in means) / len(means),
+    )
+
+
+def _two_in_flight(batches, step):
+    """The intended loop around ``step(X, y)``: read each step's numbers
+    after the next is queued."""
+    loss = correct = n = 0
+    pending = None
+    for X, y in batches:
+        queued = step(X, y)
+        if pending is not None:
+            loss, correct = map(sum, zip((loss, correct), _numbers(pending)))
+        pending = queued
+        n += X.shape[0]
+    loss, correct = map(sum, zip((loss, correct), _numbers(pending)))
+    return loss / n, correct / n
 
 
 def ep_skips_last(train_iter, device_params, devices, lr):
-    for X, y in list(train_iter)[:-1]:
-        dp.train_batch(X, y, device_params, devices, lr)
-    npx.waitall()
+    return _two_in_flight(
+        list(train_iter)[:-1],
+        lambda X, y: dp.train_batch(X, y, device_params, devices, lr),
+    )
 
 
 def ep_local(train_iter, device_params, devices, lr):
-    for X, y in train_iter:
+    def step(X, y):  # no numbers to read: its own step returns none
         tb_no_allreduce(X, y, device_params, devices, lr)
-    npx.waitall()
+        return [], []
+
+    return _two_in_flight(train_iter, step)
 
 
 BUGS = [
@@ -515,6 +585,10 @@ BUGS = [
     (dp.check_average_params, avg_one_device, 'changed-device'),
     (dp.check_average_params, avg_by_k_plus_one, 'wrong-mean'),
     (dp.check_train_epoch, ep_synced, 'synced-every-batch'),
+    (dp.check_train_epoch, ep_waits, 'synced-every-batch'),
+    (dp.check_train_epoch, ep_never_waits, 'too-far-ahead'),
+    (dp.check_train_epoch, ep_reads_at_end, 'too-far-ahead'),
+    (dp.check_train_epoch, ep_batch_means, 'wrong-epoch-stats'),
     (dp.check_train_epoch, ep_skips_last, 'not-one-device-step'),
     (dp.check_train_epoch, ep_local, 'replicas-diverge'),
 ]

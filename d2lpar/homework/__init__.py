@@ -21,9 +21,10 @@ from .allreduce import (
     check_sharded_allreduce,
     check_tree_allreduce,
 )
-from .averaging import check_average_params, check_train_epoch
+from .averaging import check_average_params
 from .evaluation import check_evaluate
 from .mistakes import MISTAKES
+from .overlap import check_train_epoch
 from .report import Failure, Report
 from .schedule import check_ring_schedule
 from .splitting import check_split_batch

@@ -96,8 +96,17 @@ MISTAKES = {
     'summed': 'You summed the replicas; averaging divides by k.',
     'wrong-mean': 'The replicas do not hold the mean of the inputs.',
     # overlap
-    'synced-every-batch': 'You waited for the devices after every batch '
-    '(npx.waitall); wait once, at the end.',
+    'synced-every-batch': "You read a step's numbers (.item(), "
+    '.asnumpy(), npx.waitall) before queuing the next step: the devices '
+    'idle while Python prepares the next batch. Keep them, and read '
+    'them after the next train_batch call.',
+    'too-far-ahead': 'You queued a third step before reading any number '
+    'of the first: Python runs ahead over the whole epoch, keeping '
+    "every batch's inputs and activations alive. Read the previous "
+    "step's numbers after each train_batch call.",
+    'wrong-epoch-stats': 'The mean loss or accuracy is off: add every '
+    "device's summed loss and correct count over the epoch, then divide "
+    'by the number of examples (not batches).',
 }
 
 

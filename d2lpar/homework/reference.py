@@ -6,10 +6,8 @@ The other assignments' references are the library's own functions:
 :func:`d2lpar.evaluate_accuracy_sharded`, :func:`d2lpar.train_batch`.
 """
 
-from mxnet import npx
-
+from .. import training as _training
 from ..collectives import allreduce
-from ..training import train_batch
 from .training import train_batch_accumulate
 
 
@@ -29,15 +27,25 @@ def average_params(device_params):
 
 
 def train_epoch(train_iter, device_params, devices, lr):
-    """One epoch of :func:`d2lpar.train_batch`, waiting only at the end.
+    """One epoch of ``dp.train_batch`` with two steps in flight; return
+    ``(mean_loss, accuracy)``.
 
-    MXNet queues each batch's work and returns at once; without a wait
-    per batch the next batch's split and forward pass are queued while
-    the devices still compute, so the two overlap.
+    Each step's numbers are read (``.item()``) only after the next step
+    is queued, as :func:`d2lpar.epochs.run_epochs` does: while Python
+    waits for them, the devices already compute the next step.
     """
+    loss = correct = examples = 0.0
+    pending = None
     for X, y in train_iter:
-        train_batch(X, y, device_params, devices, lr)
-    npx.waitall()
+        step = _training.train_batch(X, y, device_params, devices, lr)
+        if pending is not None:  # the previous step, now the next is queued
+            loss += sum(a.item() for a in pending[0])
+            correct += sum(a.item() for a in pending[1])
+        pending = step
+        examples += X.shape[0]
+    loss += sum(a.item() for a in pending[0])
+    correct += sum(a.item() for a in pending[1])
+    return loss / examples, correct / examples
 
 
 __all__ = ['average_params', 'train_batch_accumulate', 'train_epoch']
