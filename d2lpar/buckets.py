@@ -11,10 +11,11 @@ def bucketed_allreduce(arrays_per_device, algorithm=allreduce):
 
     Taught in the chapter on gradient buckets. Each device copies all its
     arrays into one flat buffer; ``algorithm`` reduces the ``k`` buffers
-    in a single call; the sums are copied back. One large transfer costs
-    less than many small ones: each has a fixed latency, and each is a
-    separate Python call. PyTorch's DistributedDataParallel groups
-    gradients into such buckets.
+    in a single call; the sums are copied back. The allreduce's fixed
+    cost per message (a latency, a Python call) is paid once instead of
+    once per array; the copies in and out are the price, and whether it
+    pays depends on which is larger. PyTorch's DistributedDataParallel
+    groups gradients into such buckets.
 
     Parameters
     ----------

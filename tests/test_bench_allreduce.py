@@ -120,6 +120,10 @@ def test_verdict_needs_every_run_and_more_than_the_noise():
     assert ab.verdict(rows, 2, 8, 'a', 'c', 0.0) == (
         'not clearly different from'
     )
+    assert ab.judge([1.0, 1.1], [1.5, 1.6]) == 'faster than'
+    assert ab.judge([1.0, 1.1], [1.5, 1.6], 0.5) == (
+        'not clearly different from'
+    )
 
 
 def test_floor_does_the_work_of_an_allreduce(monkeypatch):

@@ -460,12 +460,36 @@ def verdict(rows, k, nbytes, a, b, floor):
         the medians differ by more than ``floor``; otherwise ``'not
         clearly different from'``.
     """
-    ra, rb = find_row(rows, k, nbytes, a), find_row(rows, k, nbytes, b)
-    by_runs = compare_times(ra['runs'], rb['runs'])
-    ratio = max(ra['seconds'], rb['seconds']) / min(
-        ra['seconds'], rb['seconds']
+    return judge(
+        find_row(rows, k, nbytes, a)['runs'],
+        find_row(rows, k, nbytes, b)['runs'],
+        floor,
     )
-    return by_runs if ratio > 1 + floor else 'not clearly different from'
+
+
+def judge(a, b, floor=0.0):
+    """How timings ``a`` compare with timings ``b``, beyond the noise.
+
+    Parameters
+    ----------
+    a, b : sequence of float
+        Seconds of each round of two settings.
+    floor : float, optional
+        A relative gap the measurement cannot resolve (:func:`noise`).
+
+    Returns
+    -------
+    str
+        ``'faster than'`` or ``'slower than'`` when every time of one
+        is below every time of the other
+        (:func:`d2lpar.bench.timing.compare_times`) and their medians
+        differ by more than ``floor``; else ``'not clearly different
+        from'``.
+    """
+    ma, mb = statistics.median(a), statistics.median(b)
+    if max(ma, mb) / min(ma, mb) <= 1 + floor:
+        return 'not clearly different from'
+    return compare_times(a, b)
 
 
 def save(rows, path):
