@@ -121,6 +121,8 @@ class LocalSGDResult:
     drift : list of float
         Largest parameter difference between two replicas just before
         each average.
+    params : list of mxnet.numpy.ndarray
+        The final (averaged) model, on the first device.
     """
 
     test_acc: float
@@ -128,12 +130,22 @@ class LocalSGDResult:
     syncs: int
     bytes_sent: int
     drift: list
+    params: list = dataclasses.field(default_factory=list, repr=False)
 
 
 def train_local_sgd(
-    H, devices, data, num_epochs=1, lr=0.2, seed=0, init_scale=0.1
+    H,
+    devices,
+    data,
+    num_epochs=1,
+    lr=0.2,
+    seed=0,
+    init_scale=0.1,
+    net=lenet,
+    init=init_lenet_params,
 ):
-    """Train LeNet with local SGD: average the parameters every H steps.
+    """Train a network with local SGD: average the parameters every H
+    steps.
 
     Taught in the chapter on local SGD. ``H=1`` is ordinary synchronous
     data parallelism (one local step plus averaging equals the gradient
@@ -153,6 +165,10 @@ def train_local_sgd(
         Seed of the initial parameters.
     init_scale : float, optional
         Standard deviation of the initial weights.
+    net : callable, optional
+        ``net(X, params) -> logits`` (LeNet by default).
+    init : callable, optional
+        ``init(seed, scale) -> params``, matching ``net``.
 
     Returns
     -------
@@ -161,7 +177,7 @@ def train_local_sgd(
     check_positive('H', H, 'train_local_sgd', integer=True)
     check_devices(devices, 'train_local_sgd')
     train_iter, test_iter = data
-    start = init_lenet_params(seed, init_scale)
+    start = init(seed, init_scale)
     device_params = [get_params(start, d) for d in devices]
     k, n = len(devices), sum(p.size for p in start)
     per_sync = max(traffic(ring_schedule(k), k, n)[0])
@@ -170,21 +186,26 @@ def train_local_sgd(
     def sync(weights):
         drift.append(
             max(
-                abs(p - q.as_in_ctx(p.ctx)).max().item()
-                for replica in device_params[1:]
-                for p, q in zip(device_params[0], replica)
+                (
+                    abs(p - q.as_in_ctx(p.ctx)).max().item()
+                    for replica in device_params[1:]
+                    for p, q in zip(device_params[0], replica)
+                ),
+                default=0.0,  # one device: nothing to drift from
             )
         )
         average_params(device_params, weights)
 
     for _ in range(num_epochs):
         for X, y in train_iter:
-            weights = local_sgd_step(X, y, device_params, devices, lr)
+            weights = local_sgd_step(X, y, device_params, devices, lr, net=net)
             steps += 1
             if steps % H == 0:
                 sync(weights)
             npx.waitall()
     if steps % H:
         sync(None)  # the final model is the average
-    acc = evaluate_accuracy(device_params[0], test_iter, devices[0])
-    return LocalSGDResult(acc, steps, len(drift), len(drift) * per_sync, drift)
+    acc = evaluate_accuracy(device_params[0], test_iter, devices[0], net)
+    return LocalSGDResult(
+        acc, steps, len(drift), len(drift) * per_sync, drift, device_params[0]
+    )
