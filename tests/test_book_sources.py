@@ -563,3 +563,106 @@ def test_positional_reference_is_caught(text):
     code = f'# Page\n\n`{text}` and {{doc}}`{text} <x>`.\n\n'
     code += f'```{{code-cell}} ipython3\n# {text}\n```\n'
     assert positional_references(code) == []
+
+
+# A glued value is a number, a word or a short phrase: more words than
+# this in its literal text is a sentence assembled by Python.
+MAX_GLUED_WORDS = 4
+
+
+def glued_phrases(text):
+    """(key, why) for each dp.glue_text call of a page's code whose value
+    reads as assembled prose: more than MAX_GLUED_WORDS words of literal
+    text (a formatted value counts as one), or a list joined into words
+    (' and '.join)."""
+    import ast
+
+    def render(node):
+        """The text the expression can produce (its wordiest branch),
+        each computed value as the word X."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        if isinstance(node, ast.JoinedStr):
+            return ''.join(
+                ' X ' if isinstance(v, ast.FormattedValue) else render(v)
+                for v in node.values
+            )
+        if isinstance(node, ast.IfExp):
+            return max(render(node.body), render(node.orelse), key=count)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            return render(node.left) + render(node.right)
+        return ' X '
+
+    def count(text):
+        """Words of prose; markup (a link, a code block) is not prose."""
+        text = re.sub(r'<[^>]*>|```.*?(```|$)', ' ', text, flags=re.S)
+        return len(re.findall(r'[A-Za-z]+', text))
+
+    def words(node):
+        return count(render(node))
+
+    found = []
+    for _, code in cells_with_tags(text):
+        try:
+            tree = ast.parse(re.sub(r'^[%!].*$', '', code, flags=re.M))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == 'glue_text'
+                and len(node.args) >= 2
+            ):
+                continue
+            key = ast.unparse(node.args[0])
+            value = node.args[1]
+            joined = [
+                n
+                for n in ast.walk(value)
+                if isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and n.func.attr == 'join'
+                and isinstance(n.func.value, ast.Constant)
+                and re.search(r'[A-Za-z]', str(n.func.value.value))
+            ]
+            if joined:
+                found.append((key, 'a list joined with words'))
+            elif words(value) > MAX_GLUED_WORDS:
+                found.append((key, f'{words(value)} words'))
+    return found
+
+
+def test_assembled_glue_is_caught():
+    """The scanner above can fail: a glued clause and a list joined with
+    'and' are found; a number, a unit and a one-word verdict are not."""
+    cell = '```{code-cell} ipython3\n:tags: [remove-cell]\n%s\n```\n'
+    bad = [
+        "dp.glue_text('a', f'{x} ms, so two devices were faster')",
+        "dp.glue_text('b', ' and '.join(map(str, ks)))",
+        "dp.glue_text('c', 'one device' if n == 1 else f'{n} devices "
+        "and some more words')",
+    ]
+    good = [
+        "dp.glue_text('d', f'{x:.1f}')",
+        "dp.glue_text('e', f'{x:.1f} ms per step')",
+        "dp.glue_text('f', 'faster' if a < b else 'not measurably faster')",
+    ]
+    assert [k for k, _ in glued_phrases(cell % '\n'.join(bad))] == [
+        "'a'",
+        "'b'",
+        "'c'",
+    ]
+    assert glued_phrases(cell % '\n'.join(good)) == []
+
+
+def report_assembled_glue():
+    """Print the glued values that read as assembled prose, per page:
+    not a test, because some pages still hold them (run this file)."""
+    for page in PROSE_PAGES:
+        for key, why in glued_phrases(open(os.path.join(BOOK, page)).read()):
+            print(f'{os.path.basename(page)}: {key} ({why})')
+
+
+if __name__ == '__main__':
+    report_assembled_glue()
