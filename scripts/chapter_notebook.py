@@ -44,8 +44,8 @@ LITERALINCLUDE = re.compile(
 GLUE = re.compile(r'\{glue(?::\w+)?\}`([^`]+)`')
 # The block form: ```{glue:md} name, options, closing fence.
 GLUE_BLOCK = re.compile(
-    r'^(`{3,})\{glue(?::\w+)?\}[ \t]+(\S+)[ \t]*\n'
-    r'(?:[ \t]*:[\w-]+:.*\n)*\1[ \t]*$',
+    r'^([ \t]*)(`{3,})\{glue(?::\w+)?\}[ \t]+(\S+)[ \t]*\n'
+    r'(?:[ \t]*:[\w-]+:.*\n)*[ \t]*\2[ \t]*$',
     re.M,
 )
 ROLE = re.compile(r'\{(?:doc|ref|numref|term|download|eq)\}`([^`]+)`')
@@ -56,6 +56,7 @@ SOLUTION = re.compile(
     re.M | re.S,
 )
 EXTRAS = 'cpu,notebook'
+BOOK = os.path.join(os.path.dirname(os.path.dirname(__file__)), 'book')
 # JupyterLab folds the cells under a heading with this metadata.
 COLLAPSED = 'jp-MarkdownHeadingCollapsed'
 HIDDEN = {'source_hidden': True, 'outputs_hidden': True}
@@ -101,14 +102,22 @@ def install_commands(version, site_url='', repo_url='', extras=EXTRAS):
     return commands
 
 
-def install_note(version=None, site_url=None, repo_url=None):
+def chapter_extras(nb):
+    """The extras a chapter's notebook needs: ``d2l`` too where a cell
+    imports d2l itself (its pins hold it to Python 3.11)."""
+    code = '\n'.join(c.source for c in nb.cells if c.cell_type == 'code')
+    d2l = re.search(r'^\s*(from|import) d2l\b', code, re.M)
+    return EXTRAS + (',d2l' if d2l else '')
+
+
+def install_note(version=None, site_url=None, repo_url=None, extras=EXTRAS):
     """The sentences of the header that say how to install d2lpar."""
     version = version or importlib.metadata.version('d2lpar')
     if site_url is None:
         site_url = os.environ.get('D2LPAR_SITE_URL', '')
     if repo_url is None:
         repo_url = os.environ.get('D2LPAR_REPOSITORY_URL', '')
-    commands = install_commands(version, site_url, repo_url)
+    commands = install_commands(version, site_url, repo_url, extras)
     if site_url:
         text = f'`{commands[0]}`'
     else:
@@ -138,6 +147,32 @@ def source_cell(path, options):
     return nbformat.v4.new_code_cell(code, metadata={'tags': ['source']})
 
 
+def page_title(name):
+    """The title of the book's page ``name`` (its first heading)."""
+    path = os.path.join(BOOK, name + '.md')
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        titles = re.findall(r'^# (.+)$', f.read(), re.M)
+    return titles[0].strip() if titles else None
+
+
+def role_text(match):
+    """A role's text: a ``{doc}`` link's own text, else the page's title
+    (a link to it where the site's address is known), else its target."""
+    role, target = match.group(0).split('}')[0], match.group(1)
+    shown = re.match(r'(.*?)\s*<([^>]*)>$', target)
+    if shown:
+        return shown.group(1)
+    title = page_title(target) if role == '{doc' else None
+    if not title:
+        return target
+    site = os.environ.get('D2LPAR_SITE_URL', '').rstrip('/')
+    if site:
+        return f'[*{title}*]({site}/book/{target}.html)'
+    return f'*{title}*'
+
+
 def plain_markdown(text, glued=None):
     """Replace directives and roles that only Sphinx renders; a glue role
     becomes its value from ``glued`` (else its name in code font)."""
@@ -147,9 +182,14 @@ def plain_markdown(text, glued=None):
         name = match.group(match.lastindex)
         return glued.get(name, f'`{name}`')
 
-    text = GLUE_BLOCK.sub(value, text)
+    def block(match):
+        indent, name = match.group(1), match.group(3)
+        text = glued.get(name, f'`{name}`')
+        return '\n'.join(indent + line for line in text.split('\n'))
+
+    text = GLUE_BLOCK.sub(block, text)
     text = GLUE.sub(value, text)
-    text = ROLE.sub(lambda m: re.sub(r'\s*<[^>]*>$', '', m.group(1)), text)
+    text = ROLE.sub(role_text, text)
     lines, open_fences, after_open = [], [], False
     for line in text.split('\n'):
         match = FENCE_OPEN.match(line)
@@ -300,6 +340,20 @@ def bound_names(stmt):
     return names
 
 
+def glue_only(stmt, needed):
+    """True where ``stmt`` only glues (a call of ``glue_text``, or a loop
+    or branch of nothing else whose names no later code reads)."""
+    if isinstance(stmt, ast.Expr):
+        func = getattr(stmt.value, 'func', None)
+        return getattr(func, 'attr', getattr(func, 'id', None)) in PLUMBING
+    if isinstance(stmt, (ast.For, ast.If)):
+        inner = stmt.body + stmt.orelse
+        return not bound_names(stmt) & needed and all(
+            glue_only(s, needed) for s in inner
+        )
+    return False
+
+
 def plumbing(stmt, needed):
     """True where ``stmt`` only glues, asserts, or binds names no later
     code reads (a placeholder for the prose)."""
@@ -332,8 +386,8 @@ def plumbing(stmt, needed):
 
 
 def statements(source):
-    """(statement, its text with the comments above it) of a cell; None
-    where the cell is not Python that ast reads."""
+    """(statement, its text with the comments above it, the index of
+    that text's first line) of a cell; None where ast cannot read it."""
     lines = source.split('\n')
     # Line magics (%matplotlib inline) read as pass.
     parsed = '\n'.join(
@@ -346,7 +400,8 @@ def statements(source):
     found = []
     for i, stmt in enumerate(body):
         first = body[i - 1].end_lineno if i else 0
-        found.append((stmt, '\n'.join(lines[first : stmt.end_lineno])))
+        text = '\n'.join(lines[first : stmt.end_lineno])
+        found.append((stmt, text, first))
     return found
 
 
@@ -426,42 +481,70 @@ def live(stmt, needed):
     needed.update(reads(stmt))
 
 
-def prune(source, needed):
-    """The statements of a removed cell that later code needs (in
-    order, with the comments above them); updates ``needed`` to the
-    names needed before the cell."""
+def strip_glue(stmt, text, first, needed, asserts=False):
+    """``text`` (lines ``first + 1`` on of the cell) of a kept ``stmt``
+    without the glue calls nested in it, and its asserts where
+    ``asserts`` (an emptied body gets ``pass``)."""
+    lines = text.split('\n')
+    drop, keep_one = set(), {}
+    for node in ast.walk(stmt):
+        for field in ('body', 'orelse', 'finalbody'):
+            body = getattr(node, field, None)
+            if not isinstance(body, list):
+                continue
+            gone = [
+                s
+                for s in body
+                if glue_only(s, needed)
+                or asserts
+                and isinstance(s, ast.Assert)
+            ]
+            for s in gone:
+                drop |= set(range(s.lineno - 1 - first, s.end_lineno - first))
+            if gone and len(gone) == len(body):
+                keep_one[body[0].lineno - 1 - first] = body[0].col_offset
+    out = []
+    for i, line in enumerate(lines):
+        if i in keep_one:
+            out.append(' ' * keep_one[i] + 'pass')
+        elif i not in drop:
+            out.append(line)
+    return '\n'.join(out)
+
+
+def prune(source, needed, removed=True):
+    """The statements of a cell that the student needs, in order, with
+    the comments above them; updates ``needed`` to the names needed
+    before the cell. From a ``removed`` cell only what later code reads
+    is kept (and line magics); from a visible cell all but its glue."""
     found = statements(source)
     if found is None:  # not Python we can read: keep it whole
         needed |= set(IDENTIFIER.findall(source))
         return source
+    drop = plumbing if removed else glue_only
     kept = []
-    for stmt, text in reversed(found):
+    for stmt, text, first in reversed(found):
         magic = text.strip().split('\n')[-1].lstrip().startswith(('%', '!'))
-        if magic or not plumbing(stmt, needed):
-            kept.insert(0, text)
+        if magic or not drop(stmt, needed):
+            kept.insert(0, strip_glue(stmt, text, first, needed, removed))
             live(stmt, needed)
-    return '\n'.join(kept).strip('\n').rstrip(';')
+    return '\n'.join(kept).strip('\n')
 
 
 def drop_plumbing(cells):
-    """Drop from ``remove-cell`` cells what only serves the book's build;
-    keep (visible) what later cells read."""
+    """Drop the book's plumbing: from ``remove-cell`` cells all but what
+    later cells read, from the others their glue; and cells left empty."""
     needed, out = set(), []
     for cell in reversed(cells):
         tags = cell.metadata.get('tags', [])
-        if cell.cell_type == 'code' and 'remove-cell' in tags:
-            cell.source = prune(cell.source, needed)
-            cell.metadata['tags'] = [t for t in tags if t != 'remove-cell']
-            if not cell.metadata['tags']:
-                del cell.metadata['tags']
+        if cell.cell_type == 'code' and 'source' not in tags:
+            cell.source = prune(cell.source, needed, 'remove-cell' in tags)
+            if 'remove-cell' in tags:
+                tags.remove('remove-cell')
+                if not tags:
+                    del cell.metadata['tags']
             if not cell.source.strip():
                 continue
-        elif cell.cell_type == 'code':
-            found = statements(cell.source)
-            if found is None:
-                needed |= set(IDENTIFIER.findall(cell.source))
-            for stmt, _ in reversed(found or []):
-                live(stmt, needed)
         out.insert(0, cell)
     return out
 
@@ -529,6 +612,7 @@ def convert(md_path, executed=None):
     """The plain notebook of one chapter; ``executed`` is the book
     build's executed notebook of it (for the glued values)."""
     nb = jupytext.read(md_path)
+    extras = chapter_extras(nb)
     glued = glued_values(executed)
     cells = drop_plumbing(chapter_cells(nb, glued))
     d2lpar_first(cells)
@@ -537,7 +621,7 @@ def convert(md_path, executed=None):
     )
     note = NOTE.format(
         version=importlib.metadata.version('d2lpar'),
-        install=install_note(),
+        install=install_note(extras=extras),
         numbers=NUMBERS[bool(glued)],
     )
     cells.insert(

@@ -10,12 +10,16 @@ runs them (all chapters; D2LPAR_NOTEBOOKS=a,b picks some). Without that
 venv they are skipped, saying so.
 """
 
+import ast
+import builtins
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import time
 
+import jupytext
 import nbformat
 import pytest
 
@@ -71,11 +75,22 @@ def plain_venv():
     return venv
 
 
+def md_code_cells(chapter):
+    """The chapter's code cells as jupytext reads them."""
+    nb = jupytext.read(ROOT / 'book' / f'{chapter}.md')
+    return [c for c in nb.cells if c.cell_type == 'code']
+
+
+def removed(cell):
+    return 'remove-cell' in cell.metadata.get('tags', [])
+
+
 @pytest.mark.parametrize('chapter', CHAPTERS)
 def test_notebook_has_no_sphinx_only_syntax(chapter):
-    """The notebook keeps every code cell of the chapter, shows the
-    source of each literalinclude as a code cell, and has no directive
-    or role a plain Jupyter would show as raw text."""
+    """The notebook shows the source of each literalinclude as a code
+    cell, keeps every visible code cell of the chapter (less its glue
+    calls), and has no directive or role a plain Jupyter would show as
+    raw text."""
     md = (ROOT / 'book' / f'{chapter}.md').read_text()
     nb = chapter_notebook.convert(str(ROOT / 'book' / f'{chapter}.md'))
     markdown = '\n'.join(
@@ -85,8 +100,208 @@ def test_notebook_has_no_sphinx_only_syntax(chapter):
         assert syntax not in markdown, syntax
     sources = [c for c in nb.cells if 'source' in c.metadata.get('tags', [])]
     assert len(sources) == md.count('{literalinclude}')
-    code = [c for c in nb.cells if c.cell_type == 'code']
-    assert len(code) == md.count('```{code-cell}') + len(sources)
+    code = [c.source for c in nb.cells if c.cell_type == 'code']
+    for cell in md_code_cells(chapter):
+        if removed(cell):
+            continue
+        if 'glue_text' not in cell.source:
+            assert cell.source in code, cell.source[:200]
+        else:  # its lines less the glue calls', in order
+            assert any(
+                is_subsequence(c.split('\n'), cell.source.split('\n'))
+                for c in code
+            ) or not glue_free(cell.source), cell.source[:200]
+
+
+def is_subsequence(lines, of):
+    it = iter(of)
+    return all(line in it for line in lines)
+
+
+def glue_free(source):
+    """The statements of ``source`` that are not glue calls (as text)."""
+    tree = ast.parse(re.sub(r'^%.*', 'pass', source, flags=re.M))
+    return [
+        s
+        for s in tree.body
+        if not (
+            isinstance(s, ast.Expr)
+            and 'glue_text' in ast.unparse(s.value).split('(')[0]
+        )
+    ]
+
+
+@pytest.mark.parametrize('chapter', CHAPTERS)
+def test_notebook_has_no_plumbing(chapter):
+    """What only served the build is gone: no glue call, no assert the
+    book's reader did not see, no cell tagged remove-cell; what a later
+    cell reads is still defined before it (the names each code cell
+    reads are bound by an earlier cell, an import or the cell itself)."""
+    nb = chapter_notebook.convert(str(ROOT / 'book' / f'{chapter}.md'))
+    shown = '\n'.join(
+        c.source for c in md_code_cells(chapter) if not removed(c)
+    )
+    bound = set(dir(builtins)) | {'get_ipython', 'display'}
+    for cell in nb.cells:
+        if cell.cell_type != 'code':
+            continue
+        assert 'glue_text' not in cell.source, cell.source[:200]
+        assert 'remove-cell' not in cell.metadata.get('tags', [])
+        tree = ast.parse(re.sub(r'^%.*', 'pass', cell.source, flags=re.M))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assert):
+                assert (
+                    ast.get_source_segment(
+                        re.sub(r'^%.*', 'pass', cell.source, flags=re.M), node
+                    ).split('\n')[0]
+                    in shown
+                )
+        bound |= chapter_notebook.bound_names(tree)
+        for stmt in tree.body:
+            bound |= chapter_notebook.bound_names(stmt)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.For, ast.comprehension)):
+                bound |= chapter_notebook.targets_of(node.target)
+            if isinstance(node, (ast.Lambda, ast.FunctionDef)):
+                bound |= {a.arg for a in node.args.args}
+            if isinstance(node, ast.ExceptHandler) and node.name:
+                bound.add(node.name)
+            if isinstance(node, ast.withitem) and node.optional_vars:
+                bound |= chapter_notebook.targets_of(node.optional_vars)
+            if isinstance(node, ast.NamedExpr):
+                bound.add(node.target.id)
+        unbound = chapter_notebook.reads(tree) - bound
+        assert not unbound, (unbound, cell.source[:300])
+
+
+def test_plumbing_goes_and_what_is_read_stays(tmp_path):
+    """The pruning can fail and keeps what it must: from removed cells
+    the glue, the asserts and the names nothing reads go (a cell of
+    only that goes whole), a name a visible cell reads stays, and a
+    visible cell loses only its glue calls."""
+    page = tmp_path / 'page.md'
+    page.write_text(
+        '---\njupytext:\n  text_representation:\n    extension: .md\n'
+        '    format_name: myst\nkernelspec:\n  display_name: Python 3\n'
+        '  language: python\n  name: python3\n---\n\n# Page\n\n'
+        '```{code-cell} ipython3\n:tags: [remove-cell]\n'
+        '%matplotlib inline\nimport os\nimport d2lpar as dp\n'
+        'n = 3\nunused = n + 1\nassert unused == 4\n'
+        "for k in range(2):\n    dp.glue_text(f'x{k}', str(k))\n```\n\n"
+        'Text {glue:md}`x0`.\n\n'
+        '```{code-cell} ipython3\nm = n * 2\n'
+        "dp.glue_text('m', str(m))\nprint(m)\n```\n\n"
+        '```{code-cell} ipython3\n:tags: [remove-cell]\n'
+        "assert m == 6\ndp.glue_text('k', str(m))\n```\n"
+    )
+    nb = chapter_notebook.convert(str(page))
+    code = [c.source for c in nb.cells if c.cell_type == 'code']
+    assert code == [
+        '%matplotlib inline\nn = 3',  # dp is read by glue calls only
+        'm = n * 2\nprint(m)',
+    ]
+    text = [c.source for c in nb.cells if c.cell_type == 'markdown']
+    assert 'Text `x0`.' in text
+    glued = chapter_notebook.plain_markdown('Text {glue:md}`x0`.', {'x0': '7'})
+    assert glued == 'Text 7.'
+
+
+@pytest.mark.parametrize('chapter', CHAPTERS)
+def test_solutions_fold_after_the_exercises(chapter):
+    """All the exercises come first; then a Solutions section, collapsed
+    in JupyterLab, holds every solution (each solution admonition and
+    every code cell of the chapter's Exercises section), each cell
+    folded (source_hidden) and none before it."""
+    md = (ROOT / 'book' / f'{chapter}.md').read_text()
+    nb = chapter_notebook.convert(str(ROOT / 'book' / f'{chapter}.md'))
+    if '## Exercises' not in md:
+        assert not any('## Solutions' in c.source for c in nb.cells)
+        return
+    heads = [c.source.split('\n')[0] for c in nb.cells]
+    assert heads.count('## Exercises') == 1
+    assert heads.count('## Solutions') == 1
+    ex, sol = heads.index('## Exercises'), heads.index('## Solutions')
+    assert ex < sol
+    assert nb.cells[sol].metadata[chapter_notebook.COLLAPSED] is True
+    for cell in nb.cells[:sol]:
+        assert 'solution' not in cell.metadata.get('tags', [])
+        assert not cell.source.startswith('**Solution')
+    for cell in nb.cells[sol + 1 :]:
+        assert 'solution' in cell.metadata['tags']
+        assert cell.metadata['jupyter']['source_hidden'] is True
+        if cell.cell_type == 'code':
+            assert cell.metadata['jupyter']['outputs_hidden'] is True
+    texts = [c for c in nb.cells[sol + 1 :] if c.cell_type == 'markdown']
+    assert len(texts) == len(re.findall(r'\{admonition\} Solution', md))
+    after = md[md.index('## Exercises') :]
+    visible = [
+        c
+        for c in re.findall(
+            r'```\{code-cell\}[^\n]*\n(.*?)^```', after, re.S | re.M
+        )
+        if 'remove-cell' not in c.split('\n')[0]
+    ]
+    code = [c for c in nb.cells[sol + 1 :] if c.cell_type == 'code']
+    shown = [  # the others keep what a removed cell computed for them
+        c
+        for c in code
+        if any(
+            is_subsequence(c.source.split('\n'), v.split('\n'))
+            for v in visible
+        )
+    ]
+    assert len(shown) == len(visible)
+    # The exercises' own text stays where it was, before the solutions.
+    prompts = re.findall(r'^(\d+)\. ', after, re.M)
+    between = '\n'.join(c.source for c in nb.cells[ex:sol])
+    for number in sorted(set(prompts), key=int):
+        assert re.search(rf'^{number}\. ', between, re.M), number
+
+
+@pytest.mark.parametrize(
+    'site, repo',
+    [('', ''), ('https://example.org/book/', 'https://git.example.org/r')],
+)
+def test_header_gives_a_command_that_works_from_the_site(
+    site, repo, monkeypatch
+):
+    """The first cell under the title says how to install the d2lpar the
+    book ran: from the site's dist/ folder where its address is known,
+    else the wheel downloaded from it; from the repository where that is
+    known; with d2l for a chapter that imports it."""
+    import importlib.metadata
+
+    monkeypatch.setenv('D2LPAR_SITE_URL', site)
+    monkeypatch.setenv('D2LPAR_REPOSITORY_URL', repo)
+    version = importlib.metadata.version('d2lpar')
+    wheel = f'd2lpar-{version}-py3-none-any.whl'
+    for chapter, extras in (
+        ('split-batch', 'cpu,notebook'),
+        ('intro', 'cpu,notebook,d2l'),
+    ):
+        nb = chapter_notebook.convert(str(ROOT / 'book' / f'{chapter}.md'))
+        header = nb.cells[1]
+        assert header.metadata['tags'] == ['install']
+        if site:
+            assert (
+                f'`pip install "d2lpar[{extras}] @ '
+                f'https://example.org/book/dist/{wheel}"`'
+            ) in header.source
+        else:
+            assert f'`pip install "./{wheel}[{extras}]"`' in header.source
+        git = f'`pip install "d2lpar[{extras}] @ git+{repo}"`'
+        assert (git in header.source) == bool(repo)
+
+
+@pytest.mark.parametrize('chapter', CHAPTERS)
+def test_d2lpar_is_imported_before_mxnet(chapter):
+    """Beside numpy 1.26 (Python 3.12) MXNet 1.9.1 imports only after
+    d2lpar restored numpy's aliases: no notebook imports MXNet first."""
+    nb = chapter_notebook.convert(str(ROOT / 'book' / f'{chapter}.md'))
+    code = '\n'.join(c.source for c in nb.cells if c.cell_type == 'code')
+    first_mxnet = re.search(r'^(import|from) mxnet\b', code, re.M)
+    if first_mxnet:
+        assert 'import d2lpar as dp' in code[: first_mxnet.start()]
 
 
 @pytest.mark.notebooks
