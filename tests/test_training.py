@@ -134,6 +134,26 @@ def test_accumulate_equals_one_big_step(k, m):
         assert_allclose(g, w, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize('m', [1, 3])
+def test_micro_batches_reduce_once_per_parameter(m):
+    """train_micro_batches sums each device's micro-batch gradients
+    locally and allreduces once per parameter per step (8 calls, not
+    8 m), and its step equals train_batch's (rtol 1e-5, atol 1e-6)."""
+    X, y = make_batches()[0]
+    devices = [mx.cpu(0), mx.cpu(1)]
+    start = dp.init_lenet_params(seed=1, scale=0.1)
+    calls = []
+    replicas = [dp.get_params(start, d) for d in devices]
+    dp.training.train_micro_batches(
+        X, y, replicas, devices, LR, m, algorithm=counting(dp.allreduce, calls)
+    )
+    assert len(calls) == 8
+    want = [dp.get_params(start, d) for d in devices]
+    dp.train_batch(X, y, want, devices, LR)
+    for g, w in zip(replicas[1], want[1]):
+        assert_allclose(g.asnumpy(), w.asnumpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_train_batch_returns_loss_and_correct_counts():
     """train_batch returns, per device, the summed loss and the number of
     correct predictions of its shard: they add up to the loss and
