@@ -159,3 +159,56 @@ def test_notebooks_offered_for_download():
         assert os.path.getsize(notebook) > 1000, notebook
     intro = open(os.path.join(HTML, 'book', 'intro.html')).read()
     assert 'href="../notebooks/training.ipynb"' in intro
+
+
+def test_install_page_serves_the_wheel_it_names():
+    """The install page names the wheel of the d2lpar the build ran and
+    links it; html/dist/ serves it, its sdist and an index of both; the
+    page's command is the one the notebooks' headers give."""
+    import importlib.metadata
+    import sys
+
+    sys.path.insert(0, os.path.join(ROOT, 'scripts'))
+    import build_dist
+    import chapter_notebook
+
+    version = importlib.metadata.version('d2lpar')
+    wheel = f'd2lpar-{version}-py3-none-any.whl'
+    dist = os.path.join(HTML, 'dist')
+    assert sorted(os.listdir(dist)) == sorted(
+        [wheel, f'd2lpar-{version}.tar.gz', 'index.html']
+    )
+    page = open(os.path.join(HTML, 'book', 'install.html')).read()
+    assert f'href="../dist/{wheel}"' in page
+    assert 'href="../dist/index.html"' in page
+    site = os.environ.get('D2LPAR_SITE_URL')
+    if site is None:
+        site = build_dist.config_value('html.baseurl')
+    command = chapter_notebook.install_commands(version, site)[0]
+    # Sphinx writes the command's quotes as &quot; in a code block.
+    assert command in visible_text(page).replace('&quot;', '"')
+    notebook = open(os.path.join(HTML, 'notebooks', 'training.ipynb')).read()
+    assert json_text(command) in notebook
+
+
+def json_text(text):
+    import json
+
+    return json.dumps(text)[1:-1]
+
+
+def test_served_notebooks_read_with_the_build_s_numbers():
+    """The downloaded chapters carry the values this build glued in
+    their text, not the glue names, and say so in their header."""
+    import json
+
+    for name in ('training', 'split-batch'):
+        source = open(os.path.join(ROOT, 'book', f'{name}.md')).read()
+        keys = set(re.findall(r'\{glue:md\}`([\w.]+)`', source))
+        with open(os.path.join(HTML, 'notebooks', f'{name}.ipynb')) as f:
+            cells = json.load(f)['cells']
+        text = '\n'.join(
+            ''.join(c['source']) for c in cells if c['cell_type'] == 'markdown'
+        )
+        assert "those of the book's build" in text
+        assert keys and not [k for k in keys if f'`{k}`' in text]
