@@ -5,7 +5,7 @@
 # Optional extra: `make horovod` builds Horovod into .venv (the engines
 # chapter then measures it too); `make test-horovod` tests the worker on it.
 # `make test-notebooks` runs every chapter's plain notebook in a student's
-# environment (.venv-plain: pip install ".[cpu,notebook]", no book tools).
+# environment (.venv-plain: pip install ".[cpu,notebook,d2l]", no book tools).
 # `make test-numpy126` runs the fast suite once more beside numpy 1.26.4
 # and without d2l (.venv-np126), as Python 3.12 would install d2lpar.
 VENV ?= .venv

@@ -15,12 +15,11 @@ alias that is *missing* to the type it named (``np.bool = bool``, ...)
 and leaves every name numpy has untouched, so with numpy 1.23.5 it sets
 nothing, and with numpy 2 (where ``np.bool`` and ``np.long`` came back as
 numpy's own types) it does not replace them. ``d2lpar/__init__.py``
-calls it before anything imports MXNet; a script that imports MXNet
-before d2lpar can call it first itself::
+calls it before anything imports MXNet, so a script that imports MXNet
+itself imports d2lpar before it::
 
-    from d2lpar._compat import restore_numpy_aliases
-    restore_numpy_aliases()
-    import mxnet
+    import d2lpar as dp  # restores what is missing, then imports MXNet
+    from mxnet import np, npx
 
 All eight are restored, not only MXNet's two, so that code written for
 the pinned stack (numpy 1.23.5, where all eight still work) behaves the

@@ -22,6 +22,9 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 # Everything the book's .venv needs (book pulls in cpu, notebook, d2l
 # and teacher).
 EXTRAS = ('book', 'dev')
+# The Python the pinned stack is for (numpy 1.23.5 has no wheel for 3.12):
+# markers are read for it, whichever Python runs the check.
+STACK_PYTHON = {'python_version': '3.11', 'python_full_version': '3.11.0'}
 
 
 def project():
@@ -33,8 +36,8 @@ def requirements(extras=EXTRAS, meta=None):
     """d2lpar's requirements with ``extras``, self-references followed.
 
     Returns a dict: canonical name -> Requirement. Requirements whose
-    marker is false here (``setuptools; python_version >= '3.12'`` on
-    3.11) are left out: the stack does not install them.
+    marker is false on the stack's Python 3.11 (``setuptools;
+    python_version >= '3.12'``) are left out: it does not install them.
     """
     meta = meta or project()
     name = canonicalize_name(meta['name'])
@@ -50,7 +53,7 @@ def requirements(extras=EXTRAS, meta=None):
             listed = meta['optional-dependencies'][extra]
         for text in listed:
             req = Requirement(text)
-            if req.marker is not None and not req.marker.evaluate():
+            if req.marker and not req.marker.evaluate(STACK_PYTHON):
                 continue
             if canonicalize_name(req.name) == name:
                 todo += sorted(req.extras)

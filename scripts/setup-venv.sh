@@ -5,8 +5,8 @@
 #        scripts/setup-venv.sh --plain [VENV_DIR]      (default .venv-plain)
 #        scripts/setup-venv.sh --numpy126 [VENV_DIR]   (default .venv-np126)
 # --plain makes a student's environment instead: a regular (not editable)
-# install of `.[cpu,notebook]`, as `pip install "d2lpar[cpu,notebook]"`
-# would give, without the book's build tools (no jupyter-book, no pytest).
+# install of `.[cpu,notebook,d2l]`, as the notebooks' install commands
+# give, without the book's build tools (no jupyter-book, no pytest).
 # `make test-notebooks` runs the chapter notebooks in it.
 # --numpy126 makes the venv of `make test-numpy126`: d2lpar's ranges
 # resolved beside numpy 1.26.4 (the oldest numpy with Python 3.12 wheels)
@@ -41,8 +41,9 @@ if [ -x "$venv/bin/python" ] &&
 fi
 if [ ! -x "$venv/bin/python" ]; then
     python=$(find_python) || {
-        echo "setup: Python 3.11 is needed (the pinned numpy 1.23.5, d2l's pin, has" >&2
-        echo "       no wheel for 3.12+). Install python3.11, or set PYTHON=/path/to/python3.11." >&2
+        echo "setup: a Python in ($want) is needed (the pinned numpy 1.23.5, d2l's" >&2
+        echo "       pin, has no wheel for 3.12+). Install python3.11, or set" >&2
+        echo "       PYTHON=/path/to/python3.11." >&2
         exit 1
     }
     echo "setup: creating $venv with $python"
@@ -50,7 +51,9 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 "$venv/bin/python" -m pip install --quiet --upgrade pip
 if [ -n "$plain" ]; then
-    "$venv/bin/python" -m pip install --quiet ".[cpu,notebook]"
+    # The extras the notebooks' first cells name: cpu,notebook, and d2l for
+    # the chapters that compare with d2l itself (the introduction).
+    "$venv/bin/python" -m pip install --quiet ".[cpu,notebook,d2l]"
     # The library as it is now, even when its version number is unchanged.
     "$venv/bin/python" -m pip install --quiet --no-deps --force-reinstall .
     rm -rf build  # setuptools' in-tree build folder

@@ -95,3 +95,16 @@ def test_tests_run_on_the_pinned_stack():
         if installed != spec.version:
             wrong[pin.name] = (spec.version, installed)
     assert not wrong, f'pinned vs installed: {wrong}; run make setup'
+
+
+def test_setuptools_comes_with_python_3_12_only():
+    # MXNet 1.9.1 imports distutils, which Python 3.12 removed; the
+    # setuptools shim brings it back. The 3.11 stack needs no pin of it.
+    (req,) = [
+        Requirement(r)
+        for r in meta()['dependencies']
+        if Requirement(r).name == 'setuptools'
+    ]
+    assert req.marker.evaluate({'python_version': '3.12'})
+    assert not req.marker.evaluate({'python_version': '3.11'})
+    assert 'setuptools' not in pins.requirements()
