@@ -8,7 +8,8 @@ launch     start a parameter-server job: scheduler, servers, workers
 bench      measurements beside their own limits: ``allreduce``,
            ``step``, ``train``, ``engines``
 check      grade homework: run the check of every function a solution
-           file defines (``--json`` for autograders)
+           file defines, each file in its own process (``--timeout``,
+           ``--json``/``--csv`` for gradebooks)
 =========  ==========================================================
 
 Flags that ``train`` and ``worker`` share are defined once
@@ -238,8 +239,15 @@ def _check_parser(commands):
         type=float,
         default=60,
         metavar='SECONDS',
-        help='kill a submission after this long (default 60); each '
+        help='kill a submission this long after its file starts to '
+        'run (default 60; importing the library does not count); each '
         'runs in its own process',
+    )
+    c.add_argument(
+        '--jobs',
+        type=int,
+        default=None,
+        help='submissions graded at once (default: one per CPU core)',
     )
 
 
@@ -493,6 +501,7 @@ def _bench(args):
 
 
 def _check(args):
+    from .checks import check_positive
     from .homework.grade import grade, to_csv
 
     if args.timeout <= 0:
@@ -500,7 +509,9 @@ def _check(args):
             f'check: --timeout is {args.timeout:g}; pass a positive '
             f'number of seconds'
         )
-    summary, text = grade(args.paths, timeout=args.timeout)
+    if args.jobs is not None:
+        check_positive('--jobs', args.jobs, 'check', integer=True)
+    summary, text = grade(args.paths, timeout=args.timeout, jobs=args.jobs)
     if args.json:
         text = json.dumps(summary, indent=1)
     elif args.csv:

@@ -216,8 +216,10 @@ def test_crash_gets_a_verdict_and_a_gradebook_row(tmp_path):
     ]
 
 
-def test_timeout_must_be_positive(tmp_path, capsys):
-    """--timeout 0 is bad input (exit 2), with the fix."""
+def test_timeout_and_jobs_must_be_positive(tmp_path, capsys):
+    """--timeout 0 and --jobs 0 are bad input (exit 2), with the fix."""
     path = _write(tmp_path, 'good.py', GOOD)
     assert main(['check', str(path), '--timeout', '0']) == 2
     assert 'pass a positive number of seconds' in capsys.readouterr().err
+    assert main(['check', str(path), '--jobs', '0']) == 2
+    assert '--jobs must be positive, got 0' in capsys.readouterr().err
