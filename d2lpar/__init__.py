@@ -58,13 +58,13 @@ process.
 import os
 import sys
 
-if sys.version_info[:2] != (3, 11):
+if sys.version_info[:2] not in ((3, 11), (3, 12)):
     import warnings
 
     warnings.warn(
-        f'd2lpar is tested on Python 3.11 only, this is '
-        f'{sys.version.split()[0]}: mxnet 1.9.1 and numpy 1.23.5 '
-        f'have no wheels for Python 3.12+; make a Python 3.11 '
+        f'd2lpar is tested on Python 3.11 and 3.12, this is '
+        f'{sys.version.split()[0]}: MXNet 1.9.1 needs numpy < 2, which '
+        f'has no wheels for Python 3.13+; make a Python 3.11 or 3.12 '
         f'venv (see README)',
         stacklevel=2,
     )
@@ -83,12 +83,16 @@ restore_numpy_aliases()
 try:
     import mxnet  # noqa: F401  (fail here, with a fix, not deep inside)
 except ImportError as err:
+    if err.name == 'distutils':  # Python 3.12 removed it
+        raise ImportError(
+            'MXNet 1.9.1 imports distutils, which Python 3.12 removed; '
+            'setuptools brings it back: pip install setuptools'
+        ) from err
     raise ImportError(
         f'd2lpar needs MXNet 1.9.1, which is not installed in '
         f'{sys.prefix} ({err}); install it with: pip install '
         f'"d2lpar[cpu]" (CPU), or pip install mxnet-cu112==1.9.1 (a CUDA '
-        f'build, matching your CUDA). MXNet installs on Python 3.11 '
-        f'only.'
+        f'build, matching your CUDA).'
     ) from err
 except AttributeError as err:  # a numpy name MXNet uses is gone
     raise ImportError(
