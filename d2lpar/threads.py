@@ -1,29 +1,44 @@
 """How many cores each CPU device may use: one device all, k devices a share.
 
 MXNet runs the operators of each CPU context on that context's own
-worker thread, and each operator (a convolution, a matrix product)
-splits its work over as many OpenMP threads as that worker thread's
-OpenMP setting allows. MXNet starts every worker at one thread, so by
-default one device uses one core however many the machine has, and "two
-devices vs one" compares two cores with one.
+worker thread (one, unless ``MXNET_CPU_WORKER_NTHREADS`` asks for more;
+the budget below reaches one of them), and each operator (a convolution,
+a matrix product) splits its work over as many OpenMP threads as that
+worker thread's OpenMP setting allows. MXNet 1.9 sets it when it starts
+a worker (``on_start_worker_thread`` in ``src/engine/openmp.cc``): to
+``OMP_NUM_THREADS`` if that is set; else to ``MXNET_OMP_MAX_THREADS`` if
+that is set (at most the processors); else to half the processors the
+process may use on x86, all of them on other CPUs, at least one
+(:func:`mxnet_default_threads`). Every context's worker starts so,
+however many contexts train: on this book's 2-core machine each has one
+thread, so "two devices vs one" compares two cores with one; on a
+16-core x86 machine each has eight, so one device leaves half the cores
+idle and two use all of them. Unless ``OMP_NUM_THREADS`` is set, MXNet's
+own kernels (element-wise operations; not oneDNN's operators, nor
+OpenBLAS) never use more threads than that cap, whatever the worker's
+setting (``GetRecommendedOMPThreadCount``).
 
-:func:`thread_budget` gives one CPU device every core and k >= 2 CPU
-devices one thread each: on this book's 2-core machine, all of it either
-way. MXNet has no per-context setting for this (``OMP_NUM_THREADS`` is
-read once, for all threads, and ``MXSetNumOMPThreads`` only sets the
-calling thread), so the budget is applied where it takes effect: a tiny
-operation pushed to each device's worker thread through MXNet's engine
-(``MXEnginePushSync``) calls OpenMP's ``omp_set_num_threads`` there.
+:func:`thread_budget` gives one CPU device every core and k CPU devices
+``cores // k`` threads each, at least one. MXNet has no per-context
+setting for this (``OMP_NUM_THREADS`` is read once, for all threads,
+and ``MXSetNumOMPThreads`` only sets the calling thread), so the budget
+is applied where it takes effect: a tiny operation pushed to each
+device's worker thread through MXNet's engine (``MXEnginePushSync``)
+calls OpenMP's ``omp_set_num_threads`` there.
 
-Why k devices do not get ``cores // k`` threads each, and why not simply
-set ``OMP_NUM_THREADS``: two CPU contexts would then run OpenBLAS's
-threaded matrix product (``np.dot``) at the same time, and the OpenMP
-build of OpenBLAS that MXNet's wheel ships shares its thread buffers
-between concurrent threaded calls: both callers spin in ``exec_blas``
-forever (seen in a debugger; this is the "2 contexts + OMP_NUM_THREADS=2
-hangs" trap). One thread per device never calls the threaded product,
-and ``tests/test_threads.py`` runs the trap's setting under the budget.
-On a machine with more cores than devices this leaves cores idle.
+Several devices may hold several threads each because LeNet's dense
+layers use oneDNN's product (:func:`d2lpar.model.dense`), not
+``np.dot``. Two CPU contexts that run OpenBLAS's threaded matrix
+product (``np.dot``) at the same time hang: the OpenMP build of
+OpenBLAS that MXNet's wheel ships shares its thread buffers between
+concurrent threaded calls, and the callers spin in ``exec_blas``
+forever (seen in a debugger; this is the "2 contexts +
+OMP_NUM_THREADS=2 hangs" trap). oneDNN's product does not hang there:
+``tests/test_threads.py`` trains LeNet on two devices with two threads
+each, under a timeout. A model that calls ``np.dot`` on several devices
+at once needs ``per_device=1`` (or :func:`d2lpar.model.dense`), as does
+any model with ``MXNET_MKLDNN_ENABLED=0``, which sends LeNet's dense
+layers back to OpenBLAS.
 
 A worker's threads may go down but never up again. MXNet builds each
 oneDNN operator (a convolution, a pooling) once per worker and input
@@ -34,9 +49,10 @@ or glibc's "corrupted double-linked list", in 3 of 3 runs here (``gdb``:
 in ``MKLDNNConvolutionForwardFullFeature``), while going from two
 threads to one never did. MXNet offers no way to empty that cache, so
 :func:`thread_budget` never raises a worker above the fewest threads it
-has had, and says so once per device. Since MXNet starts every worker at
-one thread, ``import d2lpar`` gives ``cpu(0)``, the device that trains
-alone, every core before anything runs on it (:func:`claim_every_core`).
+has had, and says so once per device. Since MXNet starts a worker with
+fewer threads than cores (half of them on x86), ``import d2lpar`` gives
+``cpu(0)``, the device that trains alone, every core before anything
+runs on it (:func:`claim_every_core`).
 
 Processes share cores the same way: each worker of a multi-process job
 imports ``d2lpar``, so each would run every core's threads on the same
@@ -55,13 +71,14 @@ convolutions, measured under load): on a busy machine, start Python with
 import ctypes
 import functools
 import os
+import platform
 import threading
 import warnings
 
 import mxnet as mx
 
 # The threads each context's worker has now, as set or first seen here
-# (MXNet starts every worker at 1 unless OMP_NUM_THREADS says otherwise).
+# (MXNet starts every worker at mxnet_default_threads()).
 _APPLIED = {}
 # The fewest threads each worker has had: never raised above (docstring).
 _LOWEST = {}
@@ -204,10 +221,11 @@ def _engine_restarted_in_child():
     """In a forked child, MXNet's workers are new: forget the budget.
 
     No MXNet call here (the child may be about to ``exec``); the child
-    starts from MXNet's default and never goes above it.
+    starts from MXNet's default in a forked process and never goes
+    above it.
     """
     for ctx in list(_APPLIED):
-        _APPLIED[ctx] = _LOWEST[ctx] = mxnet_default_threads()
+        _APPLIED[ctx] = _LOWEST[ctx] = mxnet_default_threads(forked=True)
 
 
 # Python runs these on os.fork(), multiprocessing's fork start and
@@ -222,8 +240,9 @@ def claim_every_core(ctx):
     """Give ``ctx``'s worker every core before it runs any operator.
 
     :func:`thread_budget` never raises a worker above the fewest threads
-    it has had (see the module docstring), and a worker MXNet starts runs
-    at one thread, so a device could never get every core. ``import
+    it has had (see the module docstring), and MXNet starts a worker at
+    :func:`mxnet_default_threads` (half the cores on x86), so a device
+    could never get every core. ``import
     d2lpar`` calls this for ``cpu(0)``, the device that trains alone;
     the benchmarks call it for a context they use for nothing else.
 
@@ -244,10 +263,60 @@ def claim_every_core(ctx):
     return _APPLIED[ctx]
 
 
-def mxnet_default_threads():
-    """The threads MXNet starts each worker with: OMP_NUM_THREADS, or 1."""
-    value = os.environ.get('OMP_NUM_THREADS', '').split(',')[0].strip()
-    return int(value) if value.isdigit() and int(value) > 0 else 1
+# Where MXNet halves the processors (its ARCH_IS_INTEL_X86).
+_X86 = ('x86_64', 'amd64', 'i386', 'i486', 'i586', 'i686', 'x86')
+
+
+def _env_int(name):
+    """The integer in environment variable ``name``, or None.
+
+    As MXNet reads it (``dmlc::GetEnv``): unset or empty means unset.
+    For ``OMP_NUM_THREADS``, a list's first value is the one that
+    counts; a value that is not an integer counts as unset.
+    """
+    value = os.environ.get(name, '').split(',')[0].strip()
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+def mxnet_default_threads(forked=False):
+    """The OpenMP threads MXNet 1.9 starts each CPU worker with.
+
+    What ``OpenMP::on_start_worker_thread`` in MXNet's
+    ``src/engine/openmp.cc`` gives every CPU context's worker thread
+    when it starts, before :func:`thread_budget` changes anything.
+
+    Parameters
+    ----------
+    forked : bool, optional
+        For a child process made by ``fork()`` after MXNet was loaded:
+        MXNet's fork handler there turns its OpenMP use off, so workers
+        get one thread unless ``OMP_NUM_THREADS`` is set.
+
+    Returns
+    -------
+    int
+        ``OMP_NUM_THREADS`` if set (MXNet then leaves the worker at
+        OpenMP's own default, that value). Else, in a forked child, 1.
+        Else ``MXNET_OMP_MAX_THREADS`` if set, capped at the processors
+        this process may use (0 means no cap, below 0 gives 1). Else
+        half those processors on x86 (all of them on other CPUs), at
+        least 1: 1 on a 2-core x86 machine, 8 on a 16-core one.
+    """
+    omp = _env_int('OMP_NUM_THREADS')
+    if omp is not None and omp > 0:
+        return omp
+    if forked:
+        return 1
+    procs = available_cores()
+    cap = _env_int('MXNET_OMP_MAX_THREADS')
+    if cap is None:  # MXNet's own cap: half the processors on x86
+        cap = procs // 2 if platform.machine().lower() in _X86 else procs
+    # GetRecommendedOMPThreadCount: OpenMP's default (every processor)
+    # unless the cap is lower; a cap of 0 is none; OpenMP makes n < 1 1.
+    return max(1, procs if cap == 0 else min(procs, cap))
 
 
 def share_cores(num_processes, ctx=None):
@@ -286,8 +355,9 @@ def share_cores(num_processes, ctx=None):
             'number of processes training on this machine, at least 1'
         )
     ctx = ctx or mx.cpu(0)
-    if os.environ.get('OMP_NUM_THREADS'):
-        share = mxnet_default_threads()  # the user's choice, per process
+    omp = _env_int('OMP_NUM_THREADS')
+    if omp is not None and omp > 0:
+        share = omp  # the user's choice, per process
     else:
         share = max(1, available_cores() // num_processes)
     return thread_budget([ctx], per_device=share)[ctx]
@@ -299,8 +369,9 @@ def _warn_kept(ctx, wanted):
         return
     _KEPT_WARNED.add(ctx)
     warnings.warn(
-        f'thread_budget: {ctx} keeps {_LOWEST[ctx]} thread(s) instead of '
-        f'{wanted}: its worker already ran with {_LOWEST[ctx]}, and '
+        f'thread_budget: {ctx} keeps {_LOWEST[ctx]} of the {wanted} '
+        f'OpenMP threads asked for: its worker already ran with '
+        f'{_LOWEST[ctx]}, and '
         "MXNet's oneDNN operators, cached per shape on each worker, "
         'crash when run with more threads than they were built for. '
         'Training is correct, only slower. To give one device every '
@@ -311,7 +382,7 @@ def _warn_kept(ctx, wanted):
 
 
 def thread_budget(devices, per_device=None):
-    """Let one CPU device use every core, and k devices one thread each.
+    """Let one CPU device use every core, and k devices a share each.
 
     Called by :func:`d2lpar.train_batch` (so by every trainer of the
     library) and cheap when nothing changes. GPU contexts are skipped.
@@ -324,23 +395,27 @@ def thread_budget(devices, per_device=None):
     devices : list of mxnet.Context
         The devices about to train together.
     per_device : int, optional
-        Threads for each device instead of the default. More than one
-        is allowed only for a single device.
+        Threads for each device instead of the default. A model that
+        calls ``np.dot`` (OpenBLAS) on several devices at once needs 1
+        (see the module docstring).
 
     Returns
     -------
     dict
         ``{context: threads}`` for each CPU context of ``devices``, as
-        applied: :func:`total_threads` for a single CPU context, 1 each
-        for several, or fewer where a worker already ran with fewer.
+        applied: ``max(1, total_threads() // k)`` each for k CPU
+        contexts (:func:`total_threads` for one), or fewer where a
+        worker already ran with fewer.
 
     Raises
     ------
     ValueError
-        If ``per_device`` is below 1, or above 1 for several devices.
+        If ``per_device`` is below 1.
 
     Examples
     --------
+    On this book's 2-core machine:
+
     >>> import d2lpar as dp
     >>> dp.thread_budget(dp.devices(2))
     {cpu(0): 1, cpu(1): 1}
@@ -349,15 +424,12 @@ def thread_budget(devices, per_device=None):
     if not cpus:
         return {}
     if per_device is None:
-        # More than one thread per device only when no other device can
-        # call OpenBLAS at the same time (see the module docstring).
-        per_device = total_threads() if len(cpus) == 1 else 1
-    elif per_device < 1 or (per_device > 1 and len(cpus) > 1):
+        # Every core, shared: LeNet's dense layers run on oneDNN, which
+        # several devices may thread at once (see the module docstring).
+        per_device = max(1, total_threads() // len(cpus))
+    elif per_device < 1:
         raise ValueError(
-            f'thread_budget: per_device={per_device!r} for {len(cpus)} '
-            'CPU device(s); give at least 1, and more than 1 only to a '
-            'single device (two threaded OpenBLAS calls hang, see '
-            "d2lpar.threads' docstring)"
+            f'thread_budget: per_device={per_device!r}; give at least 1'
         )
     openmp = _openmp()
     if openmp is None:  # not Linux, or an MXNet built without OpenMP
@@ -377,16 +449,7 @@ def thread_budget(devices, per_device=None):
     for ctx, threads in budget.items():
         if threads < per_device:
             _warn_kept(ctx, per_device)
-    if all(_APPLIED[ctx] == n for ctx, n in budget.items()):
-        return budget
-    if max(budget.values()) > 1:
-        # At most one context may hold several threads at a time: lower
-        # every other first. run_on_worker waits for that context's
-        # queued work, so two threaded products never overlap even when
-        # one device per call is trained in turn.
-        for ctx, threads in list(_APPLIED.items()):
-            if threads > 1 and ctx not in budget:
-                _set_threads(ctx, 1)
     for ctx, threads in budget.items():
-        _set_threads(ctx, threads)
+        if _APPLIED[ctx] != threads:
+            _set_threads(ctx, threads)
     return budget

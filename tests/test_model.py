@@ -2,10 +2,11 @@
 
 import numpy as onp
 import pytest
-from mxnet import gluon, np
+from mxnet import autograd, gluon, np, npx
 from numpy.testing import assert_allclose
 
 import d2lpar as dp
+from d2lpar.model import dense
 
 
 def test_param_shapes_and_biases():
@@ -74,3 +75,69 @@ def test_negative_scale():
     """A negative scale is refused."""
     with pytest.raises(ValueError, match='scale must be >= 0'):
         dp.init_lenet_params(scale=-1)
+
+
+def _lenet_with_np_dot(X, params):
+    """lenet as it was written before: its dense layers with np.dot."""
+    W1, b1, W2, b2, W3, b3, W4, b4 = params
+    h = npx.convolution(
+        data=X, weight=W1, bias=b1, kernel=(3, 3), num_filter=20
+    )
+    h = npx.pooling(npx.relu(h), pool_type='avg', kernel=(2, 2), stride=(2, 2))
+    h = npx.convolution(
+        data=h, weight=W2, bias=b2, kernel=(5, 5), num_filter=50
+    )
+    h = npx.pooling(npx.relu(h), pool_type='avg', kernel=(2, 2), stride=(2, 2))
+    h = npx.relu(np.dot(h.reshape(h.shape[0], -1), W3) + b3)
+    return np.dot(h, W4) + b4
+
+
+def _logits_and_grads(net, X, params):
+    """net's logits and the gradients of a loss w.r.t. params and X."""
+    params = [p.copy() for p in params]
+    X = X.copy()
+    for p in params + [X]:
+        p.attach_grad()
+    weights = np.arange(10, dtype='float32') - 4.5  # every logit counts
+    with autograd.record():
+        out = net(X, params)
+        loss = (npx.relu(out) * weights).sum() + (out * out).sum()
+    loss.backward()
+    return out.asnumpy(), [p.grad.asnumpy() for p in params + [X]]
+
+
+def test_lenet_equals_np_dot_version_values_and_gradients():
+    """lenet's dense layers (oneDNN's fully-connected operator on the
+    transposed weights) compute what np.dot computes: the same logits
+    and the same gradients for every parameter and the input, to
+    float32 rounding."""
+    params = dp.init_lenet_params(seed=1, scale=0.1)
+    rng = onp.random.default_rng(1)
+    X = np.array(rng.uniform(size=(6, 1, 28, 28)), dtype='float32')
+    out, grads = _logits_and_grads(dp.lenet, X, params)
+    ref_out, ref_grads = _logits_and_grads(_lenet_with_np_dot, X, params)
+    assert_allclose(out, ref_out, rtol=1e-5, atol=1e-5)
+    for g, ref in zip(grads, ref_grads):
+        assert abs(ref).max() > 1e-3  # the check compares something
+        assert_allclose(g, ref, rtol=1e-4, atol=1e-5 * abs(ref).max())
+
+
+def test_dense_equals_matrix_product():
+    """dense(X, W, b) is X W + b, values and gradients, on a (batch,
+    n_in) input with a (n_in, n_out) weight as the chapter stores it."""
+    rng = onp.random.default_rng(2)
+    X, W, b = (
+        np.array(rng.normal(size=shape), dtype='float32')
+        for shape in ((5, 7), (7, 3), (3,))
+    )
+    for p in (X, W, b):
+        p.attach_grad()
+    with autograd.record():
+        loss = (dense(X, W, b) ** 2).sum()
+    loss.backward()
+    x, w, bb = X.asnumpy(), W.asnumpy(), b.asnumpy()
+    out = x @ w + bb
+    assert_allclose(dense(X, W, b).asnumpy(), out, rtol=1e-5, atol=1e-5)
+    assert_allclose(X.grad.asnumpy(), 2 * out @ w.T, rtol=1e-4, atol=1e-5)
+    assert_allclose(W.grad.asnumpy(), 2 * x.T @ out, rtol=1e-4, atol=1e-5)
+    assert_allclose(b.grad.asnumpy(), 2 * out.sum(0), rtol=1e-4, atol=1e-5)
