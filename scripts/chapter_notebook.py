@@ -259,32 +259,49 @@ def fold(cell):
     return cell
 
 
+PROMPT = re.compile(r'^(?:#+[ \t]+)?(\d+)\.\s', re.M)
+
+
 def chapter_cells(nb, glued):
-    """The chapter's cells in page order, solutions moved to the end."""
+    """The chapter's cells in page order, solutions moved to the end: in
+    the Exercises section every code cell and solution admonition, and
+    the text that follows a solution until the next exercise."""
     cells, solutions = [], []
-    exercises, exercise = False, None
+    exercises, exercise, answering = False, None, False
     for cell in nb.cells:
         if cell.cell_type != 'markdown':
-            (solutions if exercises else cells).append(
-                fold(cell) if exercises else cell
-            )
+            if exercises:
+                solutions.append(fold(cell))
+                answering = True
+            else:
+                cells.append(cell)
             continue
         for kind, piece in markdown_pieces(cell.source):
             if kind == 'source':
-                cells.append(
-                    source_cell(piece.group('path'), piece.group('options'))
+                made = source_cell(piece.group('path'), piece.group('options'))
+                (solutions if exercises else cells).append(
+                    fold(made) if exercises else made
                 )
-            elif kind == 'solution':
+                answering = exercises
+                continue
+            if kind == 'solution':
                 solutions.append(fold(solution_cell(piece, exercise, glued)))
-            else:
-                exercises = exercises or piece.lstrip().startswith(
-                    '## Exercises'
-                )
-                numbers = re.findall(r'^(\d+)\.\s', piece, re.M)
-                exercise = numbers[-1] if numbers else exercise
-                source = plain_markdown(piece, glued).strip('\n')
-                if source.strip():
-                    cells.append(nbformat.v4.new_markdown_cell(source))
+                answering = True
+                continue
+            exercises = exercises or piece.lstrip().startswith('## Exercises')
+            prompt = PROMPT.search(piece)
+            if answering:  # the solution's text, up to the next exercise
+                rest = piece[: prompt.start()] if prompt else piece
+                text = plain_markdown(rest, glued).strip('\n')
+                if text.strip():
+                    solutions.append(fold(nbformat.v4.new_markdown_cell(text)))
+                piece = piece[prompt.start() :] if prompt else ''
+                answering = not prompt
+            numbers = PROMPT.findall(piece)
+            exercise = numbers[-1] if numbers else exercise
+            source = plain_markdown(piece, glued).strip('\n')
+            if source.strip():
+                cells.append(nbformat.v4.new_markdown_cell(source))
     if solutions:
         heading = nbformat.v4.new_markdown_cell(
             '## Solutions\n\nOpen a cell to read it (the solutions are '
