@@ -227,3 +227,29 @@ def test_matches_d2l_where_installed():
     _d2l.sgd([a], 0.1, 4)
     d2l.sgd([b], 0.1, 4)
     assert a.asnumpy().tolist() == b.asnumpy().tolist()
+
+
+def test_python_3_12_without_distutils_names_the_fix():
+    # Python 3.12 has no distutils, which MXNet 1.9.1 imports; without
+    # setuptools' shim the error says so, not 'MXNet is not installed'.
+    code = (
+        'import importlib.abc, sys\n'
+        'class NoDistutils(importlib.abc.MetaPathFinder):\n'
+        '    def find_spec(self, name, path=None, target=None):\n'
+        '        if name.split(".")[0] == "distutils":\n'
+        '            raise ModuleNotFoundError(name, name="distutils")\n'
+        'sys.meta_path.insert(0, NoDistutils())\n'
+        'sys.modules.pop("distutils", None)\n'
+        'import d2lpar\n'
+    )
+    done = subprocess.run(
+        [sys.executable, '-c', code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == (
+        'ImportError: MXNet 1.9.1 imports distutils, which Python 3.12 '
+        'removed; setuptools brings it back: pip install setuptools'
+    ), done.stderr[-2000:]
