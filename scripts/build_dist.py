@@ -112,6 +112,8 @@ def build(out_dir, source=ROOT):
             elif (source / name).exists():
                 shutil.copy(source / name, src / name)
         pip = [sys.executable, '-m', 'pip']
+        # setuptools' and wheel's deprecation notices are not this build's
+        env = dict(os.environ, PYTHONWARNINGS='ignore')
         subprocess.run(
             pip
             + [
@@ -125,6 +127,7 @@ def build(out_dir, source=ROOT):
                 str(src),
             ],
             check=True,
+            env=env,
         )
         subprocess.run(
             [
@@ -135,6 +138,7 @@ def build(out_dir, source=ROOT):
                 str(out.resolve()),
             ],
             cwd=src,
+            env=env,
             check=True,
             stdout=subprocess.DEVNULL,
         )
