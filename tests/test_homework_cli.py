@@ -173,7 +173,6 @@ def test_class_folder_with_a_hang_and_a_wrapper(tmp_path):
         timeout=300,
     )
     seconds = time.perf_counter() - start
-    assert seconds < 120, seconds  # the issue: well under two minutes
     assert run.returncode == 1, run.stderr
     out = json.loads(run.stdout)
     ada, ben, cal = out['files']
@@ -189,6 +188,7 @@ def test_class_folder_with_a_hang_and_a_wrapper(tmp_path):
         "calls d2lpar's sharded_allreduce"
         in (sharded['failures'][0]['message'])
     )
+    assert seconds < 120, seconds  # the issue: well under two minutes
 
 
 def test_crash_gets_a_verdict_and_a_gradebook_row(tmp_path):
