@@ -117,7 +117,7 @@ def lenet(X, params):
     return dense(h, W4, b4)  # (batch, 10)
 
 
-def dense(X, W, b):
+def dense(X, W, b=None):
     """Compute ``np.dot(X, W) + b`` with oneDNN's fully-connected operator.
 
     The same values as the matrix product (to float32 rounding), and
@@ -135,7 +135,8 @@ def dense(X, W, b):
         Stored (inputs, outputs) as in the chapter; the operator wants
         (outputs, inputs), so it is given ``W.T`` (a transposed copy,
         through which the gradient flows back to ``W``).
-    b : mxnet.numpy.ndarray, shape (n_out,)
+    b : mxnet.numpy.ndarray, shape (n_out,), optional
+        The bias; None for a layer without one (``np.dot(X, W)``).
 
     Returns
     -------
@@ -147,6 +148,10 @@ def dense(X, W, b):
     >>> dense(X, W, b).shape
     (2, 4)
     """
+    if b is None:
+        return npx.fully_connected(
+            X, W.T, num_hidden=W.shape[1], no_bias=True, flatten=False
+        )
     return npx.fully_connected(
         X, W.T, b, num_hidden=W.shape[1], no_bias=False, flatten=False
     )

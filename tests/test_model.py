@@ -141,3 +141,22 @@ def test_dense_equals_matrix_product():
     assert_allclose(X.grad.asnumpy(), 2 * out @ w.T, rtol=1e-4, atol=1e-5)
     assert_allclose(W.grad.asnumpy(), 2 * x.T @ out, rtol=1e-4, atol=1e-5)
     assert_allclose(b.grad.asnumpy(), 2 * out.sum(0), rtol=1e-4, atol=1e-5)
+
+
+def test_dense_without_bias_equals_matrix_product():
+    """dense(X, W) is X W, values and gradients (BatchNorm's layer)."""
+    rng = onp.random.default_rng(3)
+    X, W = (
+        np.array(rng.normal(size=shape), dtype='float32')
+        for shape in ((4, 6), (6, 5))
+    )
+    for p in (X, W):
+        p.attach_grad()
+    with autograd.record():
+        loss = (dense(X, W) ** 2).sum()
+    loss.backward()
+    x, w = X.asnumpy(), W.asnumpy()
+    out = x @ w
+    assert_allclose(dense(X, W).asnumpy(), out, rtol=1e-5, atol=1e-5)
+    assert_allclose(X.grad.asnumpy(), 2 * out @ w.T, rtol=1e-4, atol=1e-5)
+    assert_allclose(W.grad.asnumpy(), 2 * x.T @ out, rtol=1e-4, atol=1e-5)
