@@ -242,9 +242,9 @@ def claim_every_core(ctx):
     :func:`thread_budget` never raises a worker above the fewest threads
     it has had (see the module docstring), and MXNet starts a worker at
     :func:`mxnet_default_threads` (half the cores on x86), so a device
-    could never get every core. ``import
-    d2lpar`` calls this for ``cpu(0)``, the device that trains alone;
-    the benchmarks call it for a context they use for nothing else.
+    could never get every core. ``import d2lpar`` calls this for
+    ``cpu(0)``, the device that trains alone; the benchmarks call it for
+    a context they use for nothing else.
 
     Parameters
     ----------
