@@ -2,7 +2,6 @@
 
 # d2l pins numpy 1.23.5; its helpers are written out in _d2l.
 from . import _d2l as d2l
-
 from .model import lenet
 from .splitting import split_batch
 
