@@ -170,7 +170,7 @@ def _bench_parser(commands):
         '--sizes-mb',
         type=float,
         nargs='+',
-        help='bytes per array in MB (default 4 KB to 64 MB)',
+        help='bytes per array in MB, 10^6 bytes (default 4 kB to 64 MB)',
     )
     ar.add_argument('--repeats', type=int, default=10)
     ar.add_argument(
@@ -436,7 +436,7 @@ def _bench(args):
         from .bench import allreduce as ab
 
         sizes = (
-            [int(mb * 2**20) // 4 * 4 for mb in args.sizes_mb]
+            [int(mb * 1e6) // 4 * 4 for mb in args.sizes_mb]
             if args.sizes_mb
             else ab.SIZES
         )

@@ -5,7 +5,7 @@ side by side in one run and reported as ratios to a baseline measured
 in the same run:
 
 - :mod:`d2lpar.bench.allreduce`: every allreduce vs a plain copy and the
-  copy+add floor, 4 KB to 64 MB;
+  copy+add reference, 4 kB to 64 MB (MB = 10^6 bytes);
 - :mod:`d2lpar.bench.step`: one LeNet step on 1 and 2 devices, with
   MXNet's default scratch pool and with d2lpar's;
 - :mod:`d2lpar.bench.speedup`: the book's one measurement of the
