@@ -49,10 +49,10 @@ first operator runs, and one on numpy, needed before MXNet is imported:
 
 Training through the library (``train_batch``, ``train``,
 ``train_concise``) also sets how many OpenMP threads each CPU device's
-worker uses: all cores for one device, one each for k devices
-(``thread_budget``; MXNet's default is one thread per device). A device
-that has trained beside others keeps one thread for the rest of the
-process.
+worker uses: all cores for one device, ``cores // k`` each for k
+devices (``thread_budget``; MXNet's default is half the processors per
+device on x86, ``threads.mxnet_default_threads``). A device that has
+trained beside others keeps its share for the rest of the process.
 """
 
 import os

@@ -169,8 +169,9 @@ def rate_on_every_core():
     """GFLOP/s of the matrix product on a context given every core.
 
     For a process that has trained: cpu(0) may have trained beside other
-    devices and keeps one thread then (:mod:`d2lpar.threads`), or ran
-    d2l's path at MXNet's default, so the product runs on a context of
+    devices and keeps its share of the cores then
+    (:mod:`d2lpar.threads`), or ran d2l's path at MXNet's default, so
+    the product runs on a context of
     its own (:data:`RATE_CONTEXT`), given every core before it runs
     anything.
 

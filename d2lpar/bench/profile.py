@@ -30,7 +30,8 @@ def _phases(num_devices, budget, batch_size, steps):
     X = np.array(rng.uniform(size=(batch_size, 1, 28, 28)), dtype='float32')
     y = np.array(rng.integers(0, 10, batch_size), dtype='int32')
     devices = dp.devices(num_devices)
-    # Without the budget: MXNet's default of one thread, which cpu(0)
+    # Without the budget: one thread, MXNet's default on a 2-core x86
+    # machine (half the processors; d2lpar.threads), which cpu(0)
     # had before import d2lpar gave it every core.
     dp.thread_budget(devices, per_device=None if budget else 1)
     params = [dp.get_params(dp.init_lenet_params(0, 0.1), d) for d in devices]
@@ -110,7 +111,7 @@ def _operator_ms(table, steps):
     return dict(sorted(ops.items(), key=lambda kv: -kv[1]))
 
 
-# What profile_training compares by default: MXNet's one thread per
+# What profile_training compares by default: one thread per
 # device, then the library's budget on 1 and 2 devices.
 PROFILES = (
     ('1 device, 1 thread', 1, False),
@@ -124,7 +125,7 @@ def profile_training(configs=PROFILES, batch_size=256, steps=10,
     """Phases and operators of one step, before and after the budget.
 
     A configuration without the budget runs in a fresh process of its
-    own (MXNet's default of one thread); those with the budget share
+    own (one thread); those with the budget share
     one, measured in turn, fewest devices first. The step is the library's
     (:func:`d2lpar.train_batch`'s four phases, on one minibatch in
     memory). It is timed once as is, and once with every phase (forward
@@ -152,9 +153,9 @@ def profile_training(configs=PROFILES, batch_size=256, steps=10,
         matrix product's rate on every core, measured in the same process
         right after) and ``limit_ms`` (the step's FLOPs at that rate).
     """
-    # MXNet's default of one thread needs a process the budget never
-    # touched; the budgeted settings share one (it sets the threads per
-    # step), which saves starting Python and MXNet again.
+    # One thread needs a process the budget never touched; the budgeted
+    # settings share one (it sets the threads per step), which saves
+    # starting Python and MXNet again.
     groups = [[c] for c in configs if not c[2]]
     # Fewest devices first: a worker's threads only go down within a
     # process (d2lpar.threads), so one device after two would keep one.

@@ -136,7 +136,7 @@ def round_order(device_counts, r):
     except 1, always first.
 
     One device must come first: a device that trained beside others
-    keeps one thread for the rest of its process (see
+    keeps its share of the cores for the rest of its process (see
     :mod:`d2lpar.threads`), so one device measured after two would use
     one core, not every core.
     """

@@ -6,8 +6,8 @@ for 1, 2 and 4 devices, in a fresh process per way and round:
 - ``d2l``: the way d2l's chapter trains, written here in this project's
   own code: d2l's DataLoader with its worker processes, d2l's
   copy-to-the-first-device allreduce, a ``npx.waitall()`` after every
-  step, and MXNet's defaults (a scratch pool of 4 buffers, one thread
-  per device).
+  step, and MXNet's defaults (a scratch pool of 4 buffers; threads per
+  device as :func:`d2lpar.threads.mxnet_default_threads` says).
 - ``d2lpar``: :func:`d2lpar.train`, the library's default path (its
   in-memory data pipeline, scratch pool, thread budget, and a loop that
   never waits for a step before queueing the next).
@@ -111,7 +111,8 @@ def _epoch_seconds(path, num_devices, batch_size, steps):
 
     from ..threads import mxnet_default_threads, thread_budget
 
-    # MXNet's default for cpu(0), which import d2lpar gave every core.
+    # MXNet's default (half the processors on x86) for cpu(0), which
+    # import d2lpar gave every core.
     thread_budget(devices[:1], per_device=mxnet_default_threads())
     data = _data(batch_size, steps, D2L_LOADER_WORKERS)
     params = [get_params(init_lenet_params(0, 0.1), d) for d in devices]
