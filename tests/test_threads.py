@@ -65,8 +65,8 @@ def test_a_fresh_worker_has_mxnet_default_threads(env):
     # settings differ (1 and 2), so a rule that ignores either fails.
     code = """
         import os
-        from mxnet import npx
         import d2lpar as dp
+        from mxnet import npx
         fresh = dp.worker_threads(npx.cpu(1))
         pid = os.fork()
         if pid == 0:
@@ -126,8 +126,8 @@ def test_one_device_gets_every_core_and_k_devices_a_share_each():
 def test_import_gives_cpu0_every_core():
     # Before anything runs on it, so that it never needs raising later.
     code = """
-        from mxnet import npx
         import d2lpar as dp
+        from mxnet import npx
         print(dp.worker_threads(npx.cpu(0)))
     """
     total = threads.available_cores()
@@ -137,8 +137,8 @@ def test_import_gives_cpu0_every_core():
 def test_train_batch_applies_the_budget():
     code = """
         import numpy as onp
-        from mxnet import np
         import d2lpar as dp
+        from mxnet import np
         devices = dp.devices(3)
         rng = onp.random.default_rng(0)
         X = np.array(rng.uniform(size=(12, 1, 28, 28)), dtype='float32')
@@ -183,8 +183,8 @@ def test_one_device_after_several_in_one_process_does_not_crash():
     # the same shapes (the evaluation batch) with two.
     code = """
         import numpy as onp
-        from mxnet import np, npx
         import d2lpar as dp
+        from mxnet import np, npx
         rng = onp.random.default_rng(0)
         def batch():
             return (
@@ -208,8 +208,8 @@ def test_share_cores_gives_each_process_its_share(omp, processes):
     # The worker of a k-process job: cores // k threads, or the user's
     # OMP_NUM_THREADS, and its device's worker really has that many.
     code = f"""
-    import mxnet as mx
     import d2lpar as dp
+    import mxnet as mx
     n = dp.threads.share_cores({processes})
     print(n, dp.worker_threads(mx.cpu(0)), dp.threads.available_cores())
     """
@@ -250,9 +250,9 @@ def test_lenet_runs_no_openblas_product():
     code = """
         import json
         import os
+        import d2lpar as dp
         import mxnet as mx
         from mxnet import autograd, np, npx
-        import d2lpar as dp
 
         def operators(fn):
             mx.profiler.set_config(profile_imperative=True,
@@ -294,8 +294,8 @@ def test_two_devices_with_two_threads_each_train_lenet_without_hanging():
     # gradient would move them half as far).
     code = """
         import numpy as onp
-        from mxnet import np, npx
         import d2lpar as dp
+        from mxnet import np, npx
         rng = onp.random.default_rng(0)
         X = np.array(rng.uniform(size=(64, 1, 28, 28)), dtype='float32')
         y = np.array(rng.integers(0, 10, 64), dtype='int32')
@@ -362,8 +362,8 @@ def test_one_device_at_a_time_keeps_each_workers_threads():
     # budget first saw it, so it is not raised (it would crash).
     code = """
         import numpy as onp
-        from mxnet import np, npx
         import d2lpar as dp
+        from mxnet import np, npx
         devices = dp.devices(2)
         rng = onp.random.default_rng(0)
         X = np.array(rng.uniform(size=(32, 1, 28, 28)), dtype='float32')

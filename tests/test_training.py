@@ -275,7 +275,7 @@ def test_plot_in_a_script_prints_nothing(tmp_path):
     escape codes there."""
     script = tmp_path / 'homework.py'
     script.write_text(
-        'import numpy as onp\nfrom mxnet import np\nimport d2lpar as dp\n'
+        'import numpy as onp\nimport d2lpar as dp\nfrom mxnet import np\n'
         'X = np.array(onp.random.default_rng(0).uniform(size=(8, 1, 28, '
         '28)), dtype="float32")\n'
         'y = np.array(onp.arange(8) % 10, dtype="int32")\n'
