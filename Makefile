@@ -47,7 +47,7 @@ test-notebooks: setup
 	scripts/get-data.sh --required
 	scripts/setup-venv.sh --plain $(PLAIN)
 	D2LPAR_PLAIN_VENV=$(PLAIN) $(PY) -m pytest -m notebooks \
-		tests/test_install_notebooks.py
+		tests/test_install_notebooks.py tests/test_served_wheel.py
 
 # The fast suite beside numpy 1.26.4 (the oldest numpy with wheels for
 # Python 3.12, which is not on these machines: this venv is its proxy) and
