@@ -15,11 +15,11 @@ DDP calls the ``m - 1`` backward passes without communication
 """
 
 import numpy as onp
-from mxnet import np, npx
+from mxnet import npx
 
 from .checks import check_positive, check_returned_none
 from .collectives import allreduce
-from .model import lenet
+from .model import dense, lenet
 from .optim import compute_grads
 from .splitting import split_batch
 from .threads import thread_budget
@@ -157,9 +157,9 @@ def lenet_activations(X, params):
     out.append(('relu2', npx.relu(out[-1][1])))
     out.append(('pool2', _avg_pool(out[-1][1])))
     flat = out[-1][1].reshape(X.shape[0], -1)
-    out.append(('dense3', np.dot(flat, W3) + b3))
+    out.append(('dense3', dense(flat, W3, b3)))
     out.append(('relu3', npx.relu(out[-1][1])))
-    out.append(('dense4', np.dot(out[-1][1], W4) + b4))
+    out.append(('dense4', dense(out[-1][1], W4, b4)))
     return out
 
 

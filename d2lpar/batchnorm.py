@@ -15,6 +15,7 @@ from mxnet import autograd, np, npx
 
 from .collectives import allreduce
 from .evaluation import evaluate_accuracy
+from .model import dense
 from .parameters import get_params
 from .splitting import split_batch
 from .threads import thread_budget
@@ -101,7 +102,7 @@ def bn_mlp(X, params, moments):
     mxnet.numpy.ndarray, shape (batch, 10)
     """
     return _head(
-        np.dot(X.reshape(X.shape[0], -1), params[0]),  # (b, 64)
+        dense(X.reshape(X.shape[0], -1), params[0]),  # (b, 64)
         params,
         moments,
     )
@@ -112,7 +113,7 @@ def _head(h, params, moments):
     _, gamma, beta, W2, b2 = params
     mean, var = moments
     h = gamma * (h - mean) / np.sqrt(var + EPS) + beta
-    return np.dot(npx.relu(h), W2) + b2  # (batch, 10)
+    return dense(npx.relu(h), W2, b2)  # (batch, 10)
 
 
 def _moments(hs, sync):
@@ -176,7 +177,7 @@ def train_batch_bn(
     X_shards, y_shards = split_batch(X, y, devices)
     with autograd.record():
         hs = [
-            np.dot(X_shard.reshape(X_shard.shape[0], -1), params[0])
+            dense(X_shard.reshape(X_shard.shape[0], -1), params[0])
             for X_shard, params in zip(X_shards, device_params)
         ]
         moments = _moments(hs, sync)

@@ -2,6 +2,7 @@
 
 # d2l pins numpy 1.23.5; its helpers are written out in _d2l.
 from . import _d2l as d2l
+from .checks import check_device, check_devices
 from .model import lenet
 from .splitting import split_batch
 
@@ -30,6 +31,7 @@ def evaluate_accuracy(params, data_iter, device, net=lenet):
     ValueError
         If ``data_iter`` yields no example.
     """
+    check_device(device, 'evaluate_accuracy')
     metric = d2l.Accumulator(2)  # correct predictions, examples
     for X, y in data_iter:
         X, y = X.as_in_ctx(device), y.as_in_ctx(device)
@@ -71,6 +73,7 @@ def evaluate_accuracy_sharded(device_params, data_iter, devices, net=lenet):
         If ``data_iter`` yields no example, or a batch is smaller than
         the number of devices.
     """
+    check_devices(devices, 'evaluate_accuracy_sharded')
     metric = d2l.Accumulator(2)  # correct predictions, examples
     for X, y in data_iter:
         X_shards, y_shards = split_batch(X, y, devices)

@@ -1,6 +1,6 @@
 """Copying a model's parameters onto a device."""
 
-import mxnet as mx
+from .checks import check_device
 
 
 def get_params(params, device):
@@ -26,6 +26,9 @@ def get_params(params, device):
     ------
     TypeError
         If ``device`` is not an ``mx.Context``.
+    ValueError
+        If it is a GPU this MXNet cannot use (a CPU build, or too few
+        GPUs).
 
     Examples
     --------
@@ -34,11 +37,7 @@ def get_params(params, device):
     >>> new_params[1].grad.sum().item()
     0.0
     """
-    if not isinstance(device, mx.Context):
-        raise TypeError(
-            f'get_params: device must be an mx.Context such as '
-            f'mx.cpu(1), got {device!r}'
-        )
+    check_device(device, 'get_params')
     new_params = [p.copyto(device) for p in params]
     for p in new_params:
         p.attach_grad()

@@ -21,6 +21,7 @@ import numpy as onp
 from mxnet import np, npx
 
 from .checks import check_positive
+from .model import dense
 from .parameters import get_params
 from .training import train_batch
 
@@ -145,8 +146,10 @@ def init_mlp_params(seed=0, scale=0.1):
 def mlp(X, params):
     """Logits of the MLP for images ``X`` (batch, 1, 28, 28)."""
     W1, b1, W2, b2 = params
-    h = npx.relu(np.dot(X.reshape(X.shape[0], -1), W1) + b1)  # (batch, 64)
-    return np.dot(h, W2) + b2  # (batch, 10)
+    # oneDNN's product, not np.dot: several threaded CPU devices calling
+    # OpenBLAS at once hang (d2lpar.threads).
+    h = npx.relu(dense(X.reshape(X.shape[0], -1), W1, b1))  # (batch, 64)
+    return dense(h, W2, b2)  # (batch, 10)
 
 
 @dataclasses.dataclass

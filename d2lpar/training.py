@@ -99,7 +99,8 @@ def train_batch(
     """
     if accumulate > 1:  # gradient accumulation, taught in its own chapter
         return train_micro_batches(**locals())  # all arguments, passed on
-    check_step(X, y, device_params, devices, lr, accumulate)
+    # Checked, and whole-number float labels (MXNet's default dtype) cast
+    X, y = check_step(X, y, device_params, devices, lr, accumulate)
     thread_budget(devices)  # how many cores each CPU device may use
     X_shards, y_shards = check_split(split(X, y, devices), X.shape[0], devices)
     with autograd.record():  # loss is computed separately on each device
@@ -157,7 +158,7 @@ def train_micro_batches(
     :func:`train_batch`, with the activations of one micro-batch in
     memory at a time. Arguments and returns as for :func:`train_batch`.
     """
-    check_step(X, y, device_params, devices, lr, accumulate)
+    X, y = check_step(X, y, device_params, devices, lr, accumulate)
     thread_budget(devices)  # one device uses every core, k share them
     grads = [[p.grad for p in params] for params in device_params]
     losses, corrects, sums = [], [], None
