@@ -48,7 +48,7 @@ def design(quick):
         :func:`d2lpar.bench.train.compare_training`'s ``steps`` and
         ``rounds``.
     """
-    return dict(steps=4, rounds=2) if quick else dict(steps=8, rounds=4)
+    return dict(steps=4, rounds=2) if quick else dict(steps=6, rounds=3)
 
 
 def two_devices(path=None, progress=None):
