@@ -59,8 +59,9 @@ if [ -n "$plain" ]; then
     rm -rf build  # setuptools' in-tree build folder
 elif [ -n "$np126" ]; then
     # No d2l: the extras the tests import (notebook, teacher), not `book`.
+    # wheel: the served-wheel tests build one without build isolation.
     "$venv/bin/python" -m pip install --quiet -e ".[cpu,notebook,teacher,dev]" \
-        numpy==1.26.4
+        numpy==1.26.4 wheel
     if "$venv/bin/python" -c 'import d2l' 2>/dev/null; then
         echo "setup: d2l is in $venv; this venv must not have it" >&2
         exit 1

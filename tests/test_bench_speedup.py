@@ -33,12 +33,14 @@ def test_speedups_pair_each_round():
 
 def test_two_devices_measures_once_then_reads(tmp_path, monkeypatch):
     """The first call measures and writes the file; a second call reads
-    it without measuring; a file from the other mode is not reused."""
+    it without measuring; a file from the other mode or of another design
+    is not reused."""
     calls = []
 
     def fake(device_counts, progress=None, **design):
         calls.append(design)
-        return _result([100.0], [80.0])
+        n = design['rounds']
+        return dict(_result([100.0] * n, [80.0] * n), steps=design['steps'])
 
     monkeypatch.setattr(speedup, 'compare_training', fake)
     monkeypatch.delenv('D2LPAR_QUICK', raising=False)
@@ -54,6 +56,12 @@ def test_two_devices_measures_once_then_reads(tmp_path, monkeypatch):
     third = speedup.two_devices(str(path))
     assert not third['reused'] and len(calls) == 2
     assert calls[1] == speedup.design(quick=True)
+    # A file from another design (steps, rounds) is measured anew.
+    monkeypatch.setattr(
+        speedup, 'design', lambda quick: dict(steps=9, rounds=1)
+    )
+    fourth = speedup.two_devices(str(path))
+    assert not fourth['reused'] and len(calls) == 3
 
 
 def test_the_file_lives_in_the_books_build_folder(tmp_path, monkeypatch):

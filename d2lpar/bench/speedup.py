@@ -77,7 +77,12 @@ def two_devices(path=None, progress=None):
     if path and os.path.exists(path):
         with open(path) as f:
             result = json.load(f)
-        if result.get('quick') == quick:  # a quick build's is not a full's
+        # A quick build's is not a full's, nor one of another design.
+        same = result.get('quick') == quick and (
+            (result.get('steps'), len(result['rows'][0]['rounds']))
+            == tuple(design(quick).values())
+        )
+        if same:
             return dict(result, reused=True)
     result = compare_training((1, 2, 4), progress=progress, **design(quick))
     result['quick'] = quick
