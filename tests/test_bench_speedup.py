@@ -16,6 +16,8 @@ def _result(one, two, four=None, quick=False):
     ]
     if four:
         rows.append(dict(path='d2lpar', devices=4, rounds=four))
+    for row in rows:
+        row['limit_ms'] = 10.0
     return dict(rows=rows, quick=quick)
 
 
@@ -76,3 +78,29 @@ def test_the_file_lives_in_the_books_build_folder(tmp_path, monkeypatch):
     (tmp_path / '_toc.yml').unlink()
     monkeypatch.chdir(tmp_path / 'elsewhere')
     assert speedup._build_dir() is None
+
+
+def test_a_disturbed_round_is_measured_again(tmp_path, monkeypatch):
+    """A round in which a setting took over twice its fastest round is
+    replaced, for every setting at once, by a fresh round; an undisturbed
+    measurement is kept as it is."""
+    calls = []
+
+    def fake(device_counts, progress=None, steps=None, rounds=None):
+        calls.append(rounds)
+        if len(calls) == 1:  # round 1's one-device step was disturbed
+            return dict(_result([100.0, 1000.0], [80.0, 90.0]), steps=steps)
+        return dict(_result([110.0], [85.0]), steps=steps)
+
+    monkeypatch.setattr(speedup, 'compare_training', fake)
+    monkeypatch.setattr(
+        speedup, 'design', lambda quick: dict(steps=4, rounds=2)
+    )
+    first = speedup.two_devices(str(tmp_path / 'a.json'))
+    assert calls == [2, 1] and first['rerun'] == 1
+    rounds = {(r['path'], r['devices']): r['rounds'] for r in first['rows']}
+    assert rounds['d2lpar', 1] == [100.0, 110.0]
+    assert rounds['d2lpar', 2] == [80.0, 85.0]  # the pair stays paired
+    assert speedup.disturbed_rounds(first) == []
+    quiet = _result([100.0, 120.0], [80.0, 90.0])
+    assert speedup.disturbed_rounds(quiet) == []
