@@ -114,6 +114,13 @@ def _epoch_seconds(path, num_devices, batch_size, steps):
     # MXNet's default (half the processors on x86) for cpu(0), which
     # import d2lpar gave every core.
     thread_budget(devices[:1], per_device=mxnet_default_threads())
+    # d2l's loader forks its workers on Linux (a notebook's kernel starts
+    # them with the default method). This function runs in a spawned
+    # child, which would spawn them, each importing MXNet anew: 25-30 s
+    # per call here, outside the timed pass but in every build's time.
+    import multiprocessing
+
+    multiprocessing.set_start_method('fork', force=True)
     data = _data(batch_size, steps, D2L_LOADER_WORKERS)
     params = [get_params(init_lenet_params(0, 0.1), d) for d in devices]
     for _ in range(2):  # the first pass warms up
