@@ -38,7 +38,7 @@ def accumulate_step(
 ):
     """One SGD step on several minibatches, accumulated on each device.
 
-    Taught in the chapter "Gradient accumulation". Equals
+    Taught in :doc:`/book/accumulation`. Equals
     :func:`d2lpar.train_batch` on the concatenation of ``batches``.
 
     Parameters
@@ -100,7 +100,7 @@ def reduce_all(grads, algorithm):
 class CountingAllreduce:
     """Wrap an allreduce; count its calls and the bytes it reduces.
 
-    Taught in the chapter "Gradient accumulation".
+    Taught in :doc:`/book/accumulation`.
 
     Parameters
     ----------
@@ -114,7 +114,7 @@ class CountingAllreduce:
     nbytes : int
         Bytes of one device's arrays, summed over the calls: the payload
         every device contributes (what a schedule then moves depends on
-        the algorithm; see the communication chapters).
+        the algorithm; see :doc:`/book/allreduce-algorithms`).
     """
 
     def __init__(self, algorithm=allreduce):
@@ -129,7 +129,7 @@ class CountingAllreduce:
 def lenet_activations(X, params):
     """The output of every operator of :func:`d2lpar.lenet`, by name.
 
-    Taught in the chapter "Gradient accumulation": these are the arrays
+    Taught in :doc:`/book/accumulation`: these are the arrays
     a forward pass keeps for the backward pass, so their size is what a
     smaller (micro-)batch saves. The same operators as ``lenet``; the
     last output is its logits (a test checks it).

@@ -26,7 +26,7 @@ from .training import cross_entropy
 def average_params(device_params, weights=None, algorithm=ring_allreduce):
     """Replace every replica by the (weighted) average of all replicas.
 
-    Taught in the chapter on local SGD. Each replica is scaled by its
+    Taught in :doc:`/book/local-sgd`. Each replica is scaled by its
     weight, then ``algorithm`` sums them, so it moves exactly the bytes
     of one gradient allreduce.
 
@@ -68,7 +68,7 @@ def local_sgd_step(
 ):
     """Each device takes an SGD step on its own shard; no communication.
 
-    Taught in the chapter on local SGD. Device ``j`` divides by its own
+    Taught in :doc:`/book/local-sgd`. Device ``j`` divides by its own
     shard size: its replica takes the step a single device would take on
     that shard alone.
 
@@ -147,7 +147,7 @@ def train_local_sgd(
     """Train a network with local SGD: average the parameters every H
     steps.
 
-    Taught in the chapter on local SGD. ``H=1`` is ordinary synchronous
+    Taught in :doc:`/book/local-sgd`. ``H=1`` is ordinary synchronous
     data parallelism (one local step plus averaging equals the gradient
     step). The model is averaged once more at the end, then evaluated on
     the first device.

@@ -38,7 +38,7 @@ EPS = 1e-5
 def init_bn_mlp(seed=0, scale=0.1):
     """Parameters and running statistics of a 784-64-10 MLP with BatchNorm.
 
-    Taught in the chapter "Replicas in sync". Weights from
+    Taught in :doc:`/book/replicas-in-sync`. Weights from
     N(0, scale^2), gamma ones, beta and biases zeros; running mean zero,
     running variance one.
 
@@ -149,7 +149,7 @@ def train_batch_bn(
 ):
     """One data-parallel SGD step of the BatchNorm MLP.
 
-    Taught in the chapter "Replicas in sync". With ``sync=False`` each
+    Taught in :doc:`/book/replicas-in-sync`. With ``sync=False`` each
     device normalises with its own shard's statistics (local BatchNorm);
     with ``sync=True`` with the whole batch's (the per-device sums are
     exchanged inside the recorded forward pass, so the backward pass

@@ -9,7 +9,7 @@ from .collectives import allreduce
 def bucketed_allreduce(arrays_per_device, algorithm=allreduce):
     """Allreduce many arrays per device as one contiguous buffer.
 
-    Taught in the chapter on gradient buckets. Each device copies all its
+    Taught in :doc:`/book/buckets`. Each device copies all its
     arrays into one flat buffer; ``algorithm`` reduces the ``k`` buffers
     in a single call; the sums are copied back. The allreduce's fixed
     cost per message (a latency, a Python call) is paid once instead of

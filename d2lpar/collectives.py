@@ -55,7 +55,7 @@ def check_allreduce_input(data, where):
 def allreduce(data):
     """Sum arrays living on different devices, in place.
 
-    Taught in the chapter "allreduce". The naive algorithm: copy every
+    Taught in :doc:`/book/allreduce`. The naive algorithm: copy every
     array to the first device, add there, then copy the sum back to every
     other device. The first device moves (k-1) arrays in and (k-1) out.
 
@@ -161,7 +161,7 @@ def free_buffers():
 def run_schedule(data, schedule):
     """Run an allreduce schedule on arrays living on different devices.
 
-    Taught in the chapter on allreduce algorithms. Each array is cut into
+    Taught in :doc:`/book/allreduce-algorithms`. Each array is cut into
     ``len(data)`` contiguous chunks; every :class:`Transfer` copies one
     chunk (or the whole array) to another device, which adds it to its
     own or is overwritten by it. Additions go through receive buffers
@@ -210,10 +210,10 @@ def run_schedule(data, schedule):
 def sharded_allreduce(data):
     """Sum arrays on different devices, spreading the work over all.
 
-    Taught in the exercises of the first part, and in the chapter on
-    allreduce algorithms. Device ``j`` owns the ``j``-th of ``k`` contiguous
-    chunks: it gathers that chunk from every other device and adds it up
-    (reduce-scatter), then sends the summed chunk back to all of them
+    Taught in :doc:`/book/exercises` and
+    :doc:`/book/allreduce-algorithms`. Device ``j`` owns the ``j``-th of
+    ``k`` contiguous chunks: it gathers that chunk from every other
+    device and adds it up (reduce-scatter), then sends the summed chunk back to all of them
     (all-gather); see :func:`d2lpar.schedules.sharded_schedule`. Each
     device sends about ``2 (k-1) N / k`` elements and receives as many,
     where the naive version's first device receives ``(k-1) N`` and sends
@@ -243,7 +243,7 @@ def sharded_allreduce(data):
 def ring_allreduce(data):
     """Sum arrays on different devices by passing chunks around a ring.
 
-    Taught in the chapter on allreduce algorithms. Device ``i`` only
+    Taught in :doc:`/book/allreduce-algorithms`. Device ``i`` only
     talks to device ``(i+1) % k``: ``k-1`` reduce-scatter steps, then ``k-1``
     all-gather steps (:func:`d2lpar.schedules.ring_schedule`). Every
     device sends and receives ``2 (k-1) N / k`` elements, whatever ``k``,
@@ -271,7 +271,7 @@ def ring_allreduce(data):
 def doubling_allreduce(data):
     """Sum arrays on different devices by recursive doubling.
 
-    Taught in the chapter on allreduce algorithms. In each step pairs of
+    Taught in :doc:`/book/allreduce-algorithms`. In each step pairs of
     devices swap their whole arrays and add
     (:func:`d2lpar.schedules.doubling_schedule`): about ``log2 k``
     messages per device instead of the ring's ``2 (k-1)``, at the price

@@ -19,7 +19,7 @@ from .training import INIT_SCALE, cross_entropy
 
 
 def gluon_lenet():
-    """The chapter's LeNet as a Gluon ``HybridSequential``.
+    """The LeNet of :func:`d2lpar.lenet` as a Gluon ``HybridSequential``.
 
     Input sizes are given, so the parameters exist as soon as the block
     is initialised (no deferred shape inference).
@@ -68,7 +68,7 @@ def set_lenet_params(net, params, devices):
 def train_batch_concise(X, y, net, trainer, devices, loss=cross_entropy):
     """One data-parallel step with Gluon: shards, backward, trainer.step.
 
-    Taught in the concise chapter. ``trainer.step(batch_size)`` sums the
+    Taught in :doc:`/book/concise`. ``trainer.step(batch_size)`` sums the
     gradients of all devices through its kvstore and applies
     ``lr / batch_size`` times that sum: the step of
     :func:`d2lpar.train_batch`.
@@ -117,7 +117,7 @@ def train_concise(
     plot=False,
     verbose=True,
 ):
-    """Train the Gluon LeNet on ``devices``; the concise chapter's loop.
+    """Train the Gluon LeNet on ``devices``: the loop of :doc:`/book/concise`.
 
     Parameters
     ----------

@@ -36,7 +36,7 @@ def _pattern(algorithm, k, where):
 def allreduce_time(algorithm, k, nbytes, bandwidth, latency=0.0):
     """Predicted seconds of one allreduce of ``nbytes`` on ``k`` devices.
 
-    Taught in the chapter on the cost model. The busiest link sets
+    Taught in :doc:`/book/cost-model`. The busiest link sets
     the pace; it carries its messages one after the other, each costing
     ``alpha + m / B``:
 
@@ -76,7 +76,7 @@ def allreduce_time(algorithm, k, nbytes, bandwidth, latency=0.0):
 def busiest_bytes(algorithm, k, nbytes):
     """Bytes the busiest device receives (and as many it sends).
 
-    Taught in the chapter on allreduce algorithms; the one statement of
+    Taught in :doc:`/book/allreduce-algorithms`; the one statement of
     the textbook counts, which :func:`d2lpar.schedules.traffic` must
     reproduce from the schedules (exactly when ``k`` divides the array):
 
@@ -119,7 +119,7 @@ def busiest_bytes(algorithm, k, nbytes):
 def memory_traffic(algorithm, k, nbytes):
     """Bytes read plus written in memory by one allreduce on CPU contexts.
 
-    Taught in the chapter on measuring allreduces. CPU contexts share one
+    Taught in :doc:`/book/measuring`. CPU contexts share one
     memory, so a "transfer" is a copy (read N, write N) and an addition
     reads two arrays and writes one. Large allreduces are then bound by
     memory bandwidth, and at the bandwidth one copy reaches their best
@@ -184,7 +184,7 @@ ENGINE_BYTES = {
 def engine_bytes(engine, workers, nbytes):
     """Loopback bytes per step of a multi-process engine: model and band.
 
-    Taught in the chapter on several processes; the one home of the
+    Taught in :doc:`/book/multiprocess`; the one home of the
     counts its tests and page check measurements against.
 
     Parameters

@@ -181,7 +181,7 @@ def load_fashion_mnist(
 ):
     """Load the real Fashion-MNIST as minibatch iterators.
 
-    Taught in the chapter on training with 1 then 2 devices.
+    Taught in :doc:`/book/training`.
 
     Parameters
     ----------

@@ -31,7 +31,7 @@ def _wanted_kind():
 def devices(n=None):
     """Return ``n`` distinct devices: GPUs if MXNet sees any, else CPUs.
 
-    Taught in the chapter on training with multiple devices.
+    Taught in :doc:`/book/intro`.
 
     Parameters
     ----------

@@ -47,7 +47,7 @@ def evaluate_accuracy(params, data_iter, device, net=lenet):
 def evaluate_accuracy_sharded(device_params, data_iter, devices, net=lenet):
     """Accuracy with every batch split over all devices.
 
-    Taught in the exercises of the first part: the same count of correct
+    Taught in :doc:`/book/exercises`: the same count of correct
     predictions as :func:`evaluate_accuracy`, with each device scoring
     its own shard in parallel.
 

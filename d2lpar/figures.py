@@ -47,7 +47,7 @@ def _arrow(ax, start, end):
 def draw_parallelism_schemes():
     """Draw three ways to split training over two devices.
 
-    Taught in the chapter "Splitting the work". Blue is device 0,
+    Taught in :doc:`/book/splitting-the-work`. Blue is device 0,
     orange device 1. Left: network partitioning (each device holds
     whole layers). Middle: layer-wise partitioning (each layer's units
     are split). Right: data parallelism (each device holds the whole
@@ -115,7 +115,7 @@ def draw_parallelism_schemes():
 def plot_split(n, k):
     """Show which of ``n`` examples each of ``k`` devices receives.
 
-    Taught in the chapter "split_batch": the shards of
+    Taught in :doc:`/book/split-batch`: the shards of
     :func:`d2lpar.split_batch`, one colour per device.
 
     Parameters
@@ -149,7 +149,7 @@ def plot_split(n, k):
 def plot_accuracy(results, labels):
     """Compare runs: test accuracy per epoch and seconds per epoch.
 
-    Taught in the chapter on training with 1 then 2 devices.
+    Taught in :doc:`/book/training`.
 
     Parameters
     ----------
@@ -205,7 +205,7 @@ LINE_STYLES = {
 def draw_ring_trace(k=4):
     """Draw which chunk each device holds after each ring step.
 
-    Taught in the chapter on allreduce algorithms. One panel per step:
+    Taught in :doc:`/book/allreduce-algorithms`. One panel per step:
     rows are devices, columns chunks, and the number is how many
     devices' contributions that chunk holds (``k`` means fully summed).
     The panels replay :func:`d2lpar.schedules.ring_schedule`, the
@@ -255,7 +255,7 @@ def draw_ring_trace(k=4):
 def plot_traffic(nbytes, ks=(2, 4, 8, 16)):
     """Bytes the busiest device receives, per algorithm, against k.
 
-    Taught in the chapter on allreduce algorithms. Counted by
+    Taught in :doc:`/book/allreduce-algorithms`. Counted by
     :func:`d2lpar.schedules.traffic` from the schedules of
     :data:`d2lpar.schedules.SCHEDULES`; in every one of them the busiest
     device sends as many bytes as it receives, so one direction is
@@ -301,7 +301,7 @@ def plot_cost_model(
 ):
     """Predicted allreduce time versus number of devices.
 
-    Taught in the chapter on the cost model. The y-axis is linear, so a
+    Taught in :doc:`/book/cost-model`. The y-axis is linear, so a
     time that grows in proportion to ``k`` is a straight line. The
     sharded algorithm is left out by default: the model gives it the ring's time exactly,
     and its line would hide the ring's.
@@ -340,7 +340,7 @@ def plot_cost_model(
 def plot_bandwidth(rows):
     """Measured bandwidth per algorithm beside the copy and copy+add.
 
-    Taught in the chapter on measuring allreduces.
+    Taught in :doc:`/book/measuring`.
 
     Parameters
     ----------
@@ -389,7 +389,7 @@ def plot_bandwidth(rows):
 def plot_engines(rows, nbytes):
     """Bar charts of :func:`d2lpar.bench.engines.measure_engine` rows.
 
-    Taught in the chapter on several processes. Left: milliseconds per
+    Taught in :doc:`/book/multiprocess`. Left: milliseconds per
     step. Right: bytes sent over loopback per step, in units of the
     gradients' size ``N``, beside the textbook count (parameter server
     with one server: each worker pushes and pulls ``N``, ``2kN`` in all;
@@ -424,7 +424,7 @@ def plot_engines(rows, nbytes):
 def plot_network(rows):
     """Measured step time against the cost model over emulated rates.
 
-    Taught in the chapter on several hosts. One color per setup (hosts,
+    Taught in :doc:`/book/several-hosts`. One color per setup (hosts,
     engine, servers): dots are measured, dashes the model's prediction
     (compute alone plus the model's transfers), dots-and-dashes the
     model with the bytes each parameter server really holds, from the

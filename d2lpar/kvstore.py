@@ -31,7 +31,7 @@ def _store(kind, shape, dtype, devices):
 def kvstore_allreduce(data, kind='device'):
     """Sum arrays on different devices with MXNet's kvstore, in place.
 
-    Taught in the chapter on measuring allreduces, as the baseline the
+    Taught in :doc:`/book/measuring`, as the baseline the
     hand-written algorithms are measured against. ``'device'`` sums on
     the devices themselves (on GPUs, over their links); ``'local'`` sums
     on the CPU.

@@ -26,7 +26,7 @@ LENET_SHAPES = (
 def init_lenet_params(seed=0, scale=0.01):
     """Make LeNet's 8 parameter arrays, reproducibly.
 
-    Taught in the chapter "A toy network and its parameters". Weights are
+    Taught in :doc:`/book/toy-network`. Weights are
     drawn from N(0, scale^2), biases are zero, as in d2l.
 
     Parameters
@@ -66,7 +66,7 @@ def init_lenet_params(seed=0, scale=0.01):
 def lenet(X, params):
     """Compute LeNet's logits for a batch of 28x28 grey images.
 
-    Taught in the chapter "A toy network and its parameters". Its two
+    Taught in :doc:`/book/toy-network`. Its two
     dense layers compute ``np.dot(h, W) + b`` with :func:`dense`
     (oneDNN's operator), so that several CPU devices may each run them
     on several cores at the same time.

@@ -25,7 +25,7 @@ from .training import cross_entropy
 class SGD:
     """Plain minibatch SGD: ``p <- p - lr * g``; no state.
 
-    Taught in the chapter "Optimizer state across replicas".
+    Taught in :doc:`/book/optimizer-state`.
 
     Parameters
     ----------
@@ -233,7 +233,7 @@ def train_batch_optim(
 ):
     """One data-parallel step with a stateful optimizer on every replica.
 
-    Taught in the chapter "Optimizer state across replicas". The same
+    Taught in :doc:`/book/optimizer-state`. The same
     split, backward and allreduce as :func:`d2lpar.train_batch`; then
     every device applies ``optimizer`` to its replica with its own copy
     of the optimizer state. (It should later share its first half with

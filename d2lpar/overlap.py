@@ -48,7 +48,7 @@ def train_batch_overlap(
 ):
     """One data-parallel SGD step, with or without overlap.
 
-    Taught in the chapter on overlapping communication. The same result
+    Taught in :doc:`/book/overlap`. The same result
     as :func:`d2lpar.train_batch`; only when the allreduce may start
     differs. With ``overlap=False`` Python waits for the whole backward
     pass before queueing any communication; with ``overlap=True`` it
@@ -96,7 +96,7 @@ def time_overlap(
 ):
     """Median seconds per step for each configuration, interleaved.
 
-    Taught in the chapter on overlapping communication. Every round
+    Taught in :doc:`/book/overlap`. Every round
     times each configuration once (``repeats`` steps each, ended by
     ``npx.waitall()``), so a busy moment of the machine slows one round
     of one configuration rather than the comparison; the fastest round
@@ -243,7 +243,7 @@ def profile_step(
 ):
     """Real timestamps of every engine operator of one step.
 
-    Taught in the chapter on overlapping communication. Runs one warm-up
+    Taught in :doc:`/book/overlap`. Runs one warm-up
     step and one step of :func:`train_batch_overlap` under MXNet's
     profiler, in a fresh process (MXNet's profiler writes its file once
     per process).

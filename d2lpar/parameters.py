@@ -6,7 +6,7 @@ from .checks import check_device
 def get_params(params, device):
     """Copy ``params`` to ``device`` and attach gradient buffers.
 
-    Taught in the chapter "A toy network and its parameters". Each device
+    Taught in :doc:`/book/toy-network`. Each device
     gets its own replica; the replicas stay equal because every device
     applies the same summed gradient (see :func:`train_batch`).
 

@@ -40,7 +40,7 @@ def checksum(a):
 def find_drift(device_arrays, names, step=None):
     """Every array whose checksum differs between replicas.
 
-    Taught in the chapter "Replicas in sync".
+    Taught in :doc:`/book/replicas-in-sync`.
 
     Parameters
     ----------
@@ -94,7 +94,7 @@ def find_drift(device_arrays, names, step=None):
 class DriftDetector:
     """Compare the replicas' checksums every ``every`` steps.
 
-    Taught in the chapter "Replicas in sync". Call :meth:`check` after
+    Taught in :doc:`/book/replicas-in-sync`. Call :meth:`check` after
     every step; it does the (costly) comparison only every ``every``
     steps and remembers the first drift it saw.
 

@@ -44,7 +44,7 @@ MLP_SHAPES = (
 def scaled_lr(base_lr, k, rule='linear'):
     """The learning rate for ``k`` devices, given the rate for one.
 
-    Taught in the chapter "Learning rate and the number of devices".
+    Taught in :doc:`/book/scaling`.
 
     Parameters
     ----------
@@ -76,7 +76,7 @@ def scaled_lr(base_lr, k, rule='linear'):
 def warmup(peak_lr, warmup_steps, start_lr=None):
     """A schedule: ramp linearly to ``peak_lr``, then keep it.
 
-    Taught in the chapter "Learning rate and the number of devices".
+    Taught in :doc:`/book/scaling`.
 
     Parameters
     ----------
@@ -124,7 +124,7 @@ def warmup(peak_lr, warmup_steps, start_lr=None):
 def init_mlp_params(seed=0, scale=0.1):
     """Parameters of a 784-64-10 MLP: weights N(0, scale^2), biases 0.
 
-    Taught in the chapter "Learning rate and the number of devices".
+    Taught in :doc:`/book/scaling`.
 
     Returns
     -------
@@ -205,10 +205,10 @@ def train_scaling(
 ):
     """Train the MLP with ``k`` devices' global batch; record accuracy.
 
-    Taught in the chapter "Learning rate and the number of devices".
+    Taught in :doc:`/book/scaling`.
     Each step is :func:`d2lpar.train_batch` on ``k * per_device_batch``
     examples. It equals the step of ``k`` devices holding
-    ``per_device_batch`` each (the train_batch chapter shows it), so
+    ``per_device_batch`` each (:doc:`/book/train-batch` shows it), so
     by default one context takes it, which is cheaper; pass
     ``devices=dp.devices(k)`` to really split it.
 

@@ -23,7 +23,8 @@ Transfer.__doc__ = (
 
 
 def naive_schedule(k):
-    """The chapter's allreduce: reduce onto device 0, broadcast back.
+    """The allreduce of :doc:`/book/allreduce`: reduce onto device 0, then
+    broadcast back.
 
     Parameters
     ----------
@@ -197,7 +198,7 @@ def trace(schedule, k):
 def reduce_scatter_schedule(k):
     """Ring reduce-scatter after which device ``i`` owns chunk ``i``.
 
-    Taught in the chapter on sharding the optimizer state. The first
+    Taught in :doc:`/book/zero`. The first
     half of :func:`ring_schedule`, with chunks renumbered so that device
     ``i`` ends with the full sum of chunk ``i`` (the other chunks hold
     partial sums). In step ``s`` device ``i`` sends chunk
@@ -222,7 +223,7 @@ def reduce_scatter_schedule(k):
 def all_gather_schedule(k):
     """Ring all-gather of chunk ``i`` from device ``i`` to every device.
 
-    Taught in the chapter on sharding the optimizer state. The second
+    Taught in :doc:`/book/zero`. The second
     half of :func:`ring_schedule` for the ownership that
     :func:`reduce_scatter_schedule` leaves: in step ``s`` device ``i``
     sends chunk ``(i-s) % k`` to ``(i+1) % k``, which overwrites its

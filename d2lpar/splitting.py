@@ -32,7 +32,7 @@ def shard_sizes(n, k):
 def split_batch(X, y, devices):
     """Split ``X`` and ``y`` into one contiguous shard per device.
 
-    Taught in the chapter "split_batch". Unlike d2l's version it accepts
+    Taught in :doc:`/book/split-batch`. Unlike d2l's version it accepts
     a batch that does not divide evenly (256 examples on 3 devices); the
     shard sizes are those of MXNet's ``split_and_load(...,
     even_split=False)``.

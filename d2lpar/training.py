@@ -49,7 +49,7 @@ def train_batch(
 ):
     """Take one data-parallel minibatch SGD step on all devices.
 
-    Taught in the chapter "train_batch". Each device computes the loss
+    Taught in :doc:`/book/train-batch`. Each device computes the loss
     gradient of its shard; ``algorithm`` sums the gradients so every
     replica applies the same update. The result equals one SGD step on
     the whole batch on a single device.
@@ -151,7 +151,7 @@ def train_micro_batches(
 ):
     """:func:`train_batch`'s step, computed in ``accumulate`` parts.
 
-    Taught in the chapter "Gradient accumulation". The batch is cut into
+    Taught in :doc:`/book/accumulation`. The batch is cut into
     ``accumulate`` contiguous micro-batches, one after the other; each
     device adds each micro-batch's gradients into a running sum, then
     one allreduce and one update follow: the same step as
@@ -237,7 +237,7 @@ def train(
 ):
     """Train LeNet on Fashion-MNIST with data parallelism.
 
-    Taught in the chapter on training with 1 then 2 devices. Every step
+    Taught in :doc:`/book/training`. Every step
     is :func:`train_batch` (:func:`train_micro_batches` when
     ``accumulate`` is above 1); after each epoch the test accuracy is
     computed on the first device.

@@ -64,7 +64,7 @@ def _chunk(buffer, bounds):
 def init_zero_states(optimizer, device_params):
     """Optimizer state for each device's chunk of the parameters only.
 
-    Taught in the chapter on sharding the optimizer state.
+    Taught in :doc:`/book/zero`.
 
     Parameters
     ----------
@@ -100,7 +100,7 @@ def train_batch_zero(
 ):
     """One data-parallel step with the optimizer state sharded (ZeRO-1).
 
-    Taught in the chapter on sharding the optimizer state. Backward on
+    Taught in :doc:`/book/zero`. Backward on
     every device; a ring reduce-scatter of the packed gradients leaves
     device ``j`` with the summed gradient of chunk ``j``; device ``j``
     updates chunk ``j`` of its parameters with the state of chunk ``j``;

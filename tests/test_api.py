@@ -46,3 +46,32 @@ def test_every_documented_name_is_reached_from_dp():
     )
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == []
+
+
+def test_docstrings_link_chapters_by_file_name():
+    """A docstring names the chapter that teaches it with a :doc: link to
+    a file of the book's table of contents (_toc.yml, the one list of
+    chapter files), so the API page shows the chapter's current title;
+    no docstring names a chapter in plain words, which goes stale when a
+    chapter is renamed."""
+    with open(os.path.join(ROOT, '_toc.yml')) as f:
+        chapters = set(re.findall(r'(?:file|root): (\S+)', f.read()))
+    linked, stale = [], []
+    for folder, _, files in os.walk(os.path.join(ROOT, 'd2lpar')):
+        for name in files:
+            if not name.endswith('.py'):
+                continue
+            path = os.path.join(folder, name)
+            with open(path) as f:
+                source = f.read()
+            for target in re.findall(r':doc:`/([\w/-]+)`', source):
+                linked.append(target)
+                assert target in chapters, f'{path}: no chapter {target}'
+            stale += [
+                f'{path}: {m}'
+                for m in re.findall(
+                    r'Taught in the [^.]*|the chapter (?:on|")[^.]*', source
+                )
+            ]
+    assert len(linked) > 50
+    assert stale == []

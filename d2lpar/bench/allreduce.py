@@ -232,7 +232,7 @@ BASELINES = {'copy': copy_work, 'copy+add': floor_work}
 def lenet_sync(algorithm, devices, bucket=False):
     """A function that sums LeNet's 8 gradients across ``devices``.
 
-    Taught in the chapter on gradient buckets. The gradients are made
+    Taught in :doc:`/book/buckets`. The gradients are made
     once (tiny values, so repeated sums stay finite); every call of the
     returned function reduces them again.
 

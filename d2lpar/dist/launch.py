@@ -251,7 +251,7 @@ def launch(
 ):
     """Run ``command`` as ``workers`` ps-lite workers; return exit status.
 
-    Taught in the chapter on the parameter server.
+    Taught in :doc:`/book/multiprocess`.
 
     Parameters
     ----------
