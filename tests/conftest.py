@@ -1,5 +1,6 @@
 """Shared helpers: small IDX files written by the tests, isolated paths,
-fresh interpreters."""
+fresh interpreters, random batches, and the pieces the homework checks'
+tests share (a per-device backward, a stub, a correct tree allreduce)."""
 
 import gzip
 import os
@@ -10,9 +11,11 @@ import textwrap
 import matplotlib
 import numpy as onp
 import pytest
+from mxnet import autograd, np
 
 matplotlib.use('Agg')  # tests draw figures without a screen
 
+import d2lpar as dp  # noqa: E402
 from d2lpar.data import DEBIAN_DIR as REAL_DIR  # noqa: E402
 from d2lpar.idx import FILES, IMAGE_MAGIC, LABEL_MAGIC, encode_idx  # noqa: E402
 
@@ -84,3 +87,78 @@ needs_real_data = pytest.mark.skipif(
     reason=f'real Fashion-MNIST not in {REAL_DIR}; install it with '
     f'apt-get install -y dataset-fashion-mnist',
 )
+
+
+# ------------------------------------------------------------ batches
+
+LR = 0.5
+BATCH_SIZES = (12, 11, 7, 12)  # 11 and 7 do not divide by 2 or 3
+
+
+def make_batches(sizes=BATCH_SIZES, seed=0):
+    """Random Fashion-MNIST-shaped batches ``[(X, y), ...]``, one per size:
+    X float32 (n, 1, 28, 28) in [0, 1), y int32 labels in 0..9."""
+    rng = onp.random.default_rng(seed)
+    return [
+        (
+            np.array(rng.uniform(size=(n, 1, 28, 28)), dtype='float32'),
+            np.array(rng.integers(0, 10, n), dtype='int32'),
+        )
+        for n in sizes
+    ]
+
+
+# ------------------------------------------------- the homework checks
+
+
+def shard_grads(X, y, device_params, devices):
+    """Split the batch and run LeNet's backward on every device, leaving
+    each replica's gradient of its shard's summed loss in ``.grad``; no
+    allreduce, no update. Returns the X shards."""
+    X_shards, y_shards = dp.split_batch(X, y, devices)
+    with autograd.record():
+        ls = [
+            dp.cross_entropy(dp.lenet(Xs, p), ys).sum()
+            for Xs, ys, p in zip(X_shards, y_shards, device_params)
+        ]
+    for l in ls:
+        l.backward()
+    return X_shards
+
+
+def stub_none(*args, **kwargs):
+    """A student's unfinished function: does nothing, returns None."""
+    return None
+
+
+def tree_allreduce(data):
+    """Homework 1's tree, a correct submission: pairs up, ceil(log2 k)
+    rounds, then back down."""
+    k, step = len(data), 1
+    while step < k:
+        for i in range(0, k - step, 2 * step):
+            data[i][:] += data[i + step].copyto(data[i].ctx)
+        step *= 2
+    while step > 1:
+        step //= 2
+        for i in range(0, k - step, 2 * step):
+            data[i].copyto(data[i + step])
+
+
+def assert_names_only(check, bug, code):
+    """``check(bug)`` fails, and every failing case names ``code``."""
+    report = check(bug)
+    assert not report
+    assert report.mistakes == [code], str(report)
+
+
+def assert_passes(check, fn):
+    """``check(fn)`` passes every case."""
+    report = check(fn)
+    assert report.passed and bool(report), str(report)
+    assert report.failures == []
+
+
+def bug_ids(bugs):
+    """Test ids for ``(check, bug, code)`` rows: ``check-code``."""
+    return [f'{check.__name__}-{code}' for check, _, code in bugs]
