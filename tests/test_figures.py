@@ -4,6 +4,7 @@ import matplotlib.pyplot as plt
 from matplotlib.patches import Rectangle
 
 import d2lpar as dp
+from d2lpar.dist.netem import parse_rate
 
 
 def test_parallelism_schemes_has_three_panels():
@@ -99,3 +100,37 @@ def test_every_benchmark_row_and_model_curve_has_its_own_style():
         tuple(sorted(s.items())) for s in dp.figures.LINE_STYLES.values()
     ]
     assert len(set(styles)) == len(styles)
+
+
+def test_network_plot_draws_each_setup_and_the_placed_model_once():
+    """One measured and one model line per setup; the model with arrays
+    as placed only where it differs from the model (2 servers)."""
+    rows = []
+    for engine, servers, hosts in [
+        ('kvstore', 1, 2),
+        ('kvstore', 2, 2),
+        ('horovod', None, 1),
+    ]:
+        for rate in ('1gbit', '100mbit'):
+            predicted = 0.1 + 1e7 / parse_rate(rate)
+            placed = None
+            if hosts == 2:
+                placed = predicted * (2 if servers == 2 else 1)
+            rows.append(
+                dict(
+                    engine=engine,
+                    servers=servers,
+                    hosts=hosts,
+                    rate=rate,
+                    sec_per_step=predicted * 1.1,
+                    predicted=predicted,
+                    placed=placed,
+                )
+            )
+    fig = dp.figures.plot_network(rows)
+    labels = [line.get_label() for line in fig.axes[0].get_lines()]
+    assert len(labels) == 3 * 2 + 1
+    assert [x for x in labels if 'as placed' in x] == [
+        '2 hosts, PS 2 servers: model, arrays as placed'
+    ]
+    assert '1 host, Horovod: measured' in labels
