@@ -10,8 +10,6 @@ a live plot only where a display exists.
 
 import dataclasses
 
-from mxnet import npx
-
 from . import _d2l as d2l  # not d2l: it pins numpy 1.23.5 (_d2l.py)
 
 
@@ -151,6 +149,7 @@ def run_epochs(
     where='train',
     start_epoch=0,
     on_epoch_end=None,
+    wait=None,
 ):
     """The epoch loop: every trainer of the library runs this one.
 
@@ -186,6 +185,10 @@ def run_epochs(
     on_epoch_end : callable, optional
         ``on_epoch_end(result)``, called after each epoch is recorded
         (a worker saves its checkpoint and prints there).
+    wait : callable, optional
+        ``wait()`` returns when every queued operation has finished, so
+        that an epoch's time counts finished work only; default MXNet's
+        ``npx.waitall`` (``d2lpar.torch`` passes PyTorch's own).
 
     Returns
     -------
@@ -221,7 +224,7 @@ def run_epochs(
             if result.batch_size is None:
                 result.batch_size = X.shape[0]
         _add(metric, pending)
-        npx.waitall()  # time finished work only
+        (wait or _mxnet_waitall)()  # time finished work only
         result.epoch_seconds.append(timer.stop())
         if metric[2] == 0:
             raise ValueError(
@@ -240,3 +243,11 @@ def run_epochs(
     if verbose and result.test_acc:
         print(result.summary(), flush=True)
     return result
+
+
+def _mxnet_waitall():
+    # Imported here, not at the top: the loop is framework-neutral, and
+    # d2lpar.torch runs it without MXNet.
+    from mxnet import npx
+
+    npx.waitall()

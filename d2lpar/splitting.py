@@ -1,7 +1,5 @@
 """Splitting a minibatch across devices."""
 
-from .checks import check_devices
-
 
 def shard_sizes(n, k):
     """Sizes of ``k`` contiguous shards of ``n`` examples.
@@ -69,6 +67,10 @@ def split_batch(X, y, devices):
     >>> [x.shape for x in X_shards]
     [(2, 5), (2, 5)]
     """
+    # Imported here, not at the top: shard_sizes and shard_ranges are
+    # framework-neutral, and d2lpar.torch imports them without MXNet.
+    from .checks import check_devices
+
     check_devices(devices, 'split_batch')
     n, k = X.shape[0], len(devices)
     if y.shape[0] != n:

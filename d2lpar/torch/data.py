@@ -1,0 +1,181 @@
+"""Loading the real Fashion-MNIST as PyTorch minibatches.
+
+The same four IDX files as :func:`d2lpar.load_fashion_mnist`, read and
+validated by the framework-neutral :mod:`d2lpar.idx`, looked for in the
+same folders; nothing is downloaded here.
+"""
+
+import os
+import warnings
+
+import numpy as onp
+import torch
+from torch.utils.data import DataLoader, Sampler, TensorDataset
+
+from ..idx import FILES, read_split
+from .checks import check_positive
+
+DEBIAN_DIR = '/usr/share/datasets/fashion-mnist'
+
+
+def search_dirs(root=None):
+    """The folders searched, in order, each with where it comes from:
+    ``root``, ``$D2LPAR_DATA``, MXNet's cache
+    (``$MXNET_HOME``, else ``~/.mxnet``, then ``datasets/fashion-mnist``:
+    where the MXNet library downloads it), then Debian's
+    ``/usr/share/datasets/fashion-mnist``. The same as
+    :func:`d2lpar.data.search_dirs`."""
+    dirs = []
+    if root is not None:
+        dirs.append(('root argument', os.fspath(root)))
+    if os.environ.get('D2LPAR_DATA'):
+        dirs.append(('$D2LPAR_DATA', os.environ['D2LPAR_DATA']))
+    home = os.environ.get('MXNET_HOME') or os.path.join(
+        os.path.expanduser('~'), '.mxnet'
+    )
+    dirs.append(
+        ('MXNet cache', os.path.join(home, 'datasets', 'fashion-mnist'))
+    )
+    dirs.append(('Debian package dataset-fashion-mnist', DEBIAN_DIR))
+    return dirs
+
+
+def find_fashion_mnist(root=None):
+    """Return the first folder of :func:`search_dirs` holding all four
+    files.
+
+    Raises
+    ------
+    FileNotFoundError
+        Naming every folder searched, what each lacked, and how to get
+        the data.
+
+    Warns
+    -----
+    UserWarning
+        When ``root`` or ``$D2LPAR_DATA`` lacks the files and a later
+        folder is used instead.
+    """
+    names = FILES['train'] + FILES['test']
+    report = []
+    for label, directory in search_dirs(root):
+        missing = [
+            n for n in names if not os.path.isfile(os.path.join(directory, n))
+        ]
+        if not missing:
+            chosen = [line for line in report if 'root argument' in line]
+            chosen += [line for line in report if '$D2LPAR_DATA' in line]
+            if chosen:
+                warnings.warn(
+                    'load_fashion_mnist: the folder you chose lacks '
+                    'Fashion-MNIST:\n'
+                    + '\n'.join(chosen)
+                    + f'\nreading {directory} instead; fix the path to use '
+                    'your own copy',
+                    stacklevel=3,
+                )
+            return directory
+        report.append(f'  {directory} ({label}): missing {", ".join(missing)}')
+    raise FileNotFoundError(
+        'load_fashion_mnist: Fashion-MNIST was not found. Looked in:\n'
+        + '\n'.join(report)
+        + '\nTo get the data, either\n'
+        "  1. install Debian's package: sudo apt-get install -y "
+        'dataset-fashion-mnist, or\n'
+        '  2. put the four .gz IDX files in a folder and pass root=FOLDER '
+        'or set D2LPAR_DATA=FOLDER.'
+    )
+
+
+class ShuffleSampler(Sampler):
+    """Indices ``0..n-1`` in a new order each epoch, reproducibly.
+
+    Epoch ``e``'s order depends only on ``(seed, e)``, and is the order
+    :class:`d2lpar.data.ShuffleSampler` gives: with the same seed both
+    frameworks train on the same minibatches, and a resumed run can start
+    at any epoch.
+    """
+
+    def __init__(self, n, seed, epoch=0):
+        self._n, self._seed, self.epoch = n, seed, epoch
+
+    def __iter__(self):
+        rng = onp.random.default_rng((self._seed, self.epoch))
+        self.epoch += 1
+        return iter(rng.permutation(self._n).tolist())
+
+    def __len__(self):
+        return self._n
+
+
+def load_fashion_mnist(
+    batch_size,
+    root=None,
+    *,
+    num_train=None,
+    num_test=None,
+    seed=None,
+    start_epoch=0,
+):
+    """Load the real Fashion-MNIST as PyTorch minibatch iterators.
+
+    Taught in :doc:`/book/training`. The twin of
+    :func:`d2lpar.load_fashion_mnist` (which can also download; this
+    one reads the files already there).
+
+    Parameters
+    ----------
+    batch_size : int
+        Examples per minibatch.
+    root : str, optional
+        Folder with the four IDX ``.gz`` files; see :func:`search_dirs`.
+    num_train, num_test : int, optional
+        Keep only the first examples of each split.
+    seed : int, optional
+        Seed of the training shuffle: the same order of minibatches in
+        every run, and the same as MXNet's loader with this seed. Without
+        it, PyTorch's global generator shuffles.
+    start_epoch : int, optional
+        With ``seed``: the first pass uses this epoch's order.
+
+    Returns
+    -------
+    train_iter, test_iter : torch.utils.data.DataLoader
+        Yield ``(X, y)``: float32 images (batch, 1, 28, 28) in [0, 1] and
+        int64 labels. Training batches are reshuffled every epoch.
+
+    Raises
+    ------
+    FileNotFoundError
+        If no folder has the files (see :func:`find_fashion_mnist`).
+    d2lpar.idx.DatasetError
+        If a file is corrupt or truncated; the message names it.
+    TypeError, ValueError
+        If ``batch_size``, ``num_train`` or ``num_test`` is not positive.
+    """
+    check_positive('batch_size', batch_size, 'load_fashion_mnist', True)
+    for name, value in (('num_train', num_train), ('num_test', num_test)):
+        if value is not None:
+            check_positive(name, value, 'load_fashion_mnist', True)
+    directory = find_fashion_mnist(root)
+    iters = []
+    for split, limit in (('train', num_train), ('test', num_test)):
+        X, y = read_split(directory, split)
+        dataset = TensorDataset(
+            torch.from_numpy(X[:limit]), torch.from_numpy(y[:limit]).long()
+        )
+        sampler = None
+        if split == 'train' and seed is not None:
+            sampler = ShuffleSampler(len(dataset), seed, start_epoch)
+        # num_workers=0: worker processes would fight training for the
+        # cores; batching in-memory tensors is cheap.
+        iters.append(
+            DataLoader(
+                dataset,
+                batch_size=batch_size,
+                shuffle=split == 'train' and sampler is None,
+                sampler=sampler,
+                num_workers=0,
+            )
+        )
+    return tuple(iters)
