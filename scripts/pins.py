@@ -20,8 +20,8 @@ from packaging.utils import canonicalize_name
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 # Everything the book's .venv needs (book pulls in cpu, notebook, d2l
-# and teacher).
-EXTRAS = ('book', 'dev')
+# and teacher; torch for the PyTorch twin's tests).
+EXTRAS = ('book', 'dev', 'torch')
 # The Python the pinned stack is for (numpy 1.23.5 has no wheel for 3.12):
 # markers are read for it, whichever Python runs the check.
 STACK_PYTHON = {'python_version': '3.11', 'python_full_version': '3.11.0'}

@@ -68,9 +68,10 @@ elif [ -n "$np126" ]; then
     fi
 else
     # The pins, and the package with the extras they pin: pip refuses a pin
-    # outside pyproject.toml's range. `book` brings d2l (the d2l extra).
+    # outside pyproject.toml's range. `book` brings d2l (the d2l extra),
+    # `torch` the PyTorch twin's (CPU build: see pyproject.toml).
     "$venv/bin/python" -m pip install --quiet -r requirements.txt \
-        -e ".[book,dev]"
+        -e ".[book,dev,torch]"
 fi
 # An assignment, so that set -e stops here if d2lpar does not import.
 versions=$("$venv/bin/python" -c 'import d2lpar, mxnet, numpy; print("mxnet", mxnet.__version__, "numpy", numpy.__version__)')
