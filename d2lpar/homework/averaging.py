@@ -75,8 +75,9 @@ def check_average_params(fn):
 
     Examples
     --------
+    >>> import d2lpar as dp
     >>> from d2lpar.homework import reference
-    >>> bool(check_average_params(reference.average_params))
+    >>> bool(dp.check_average_params(reference.average_params))
     True
     """
     return run_cases(

@@ -44,8 +44,8 @@ MISTAKES = {
     'Transfer(src, dst, chunk, reduce) with devices and '
     'chunks in range(k).',
     'not-a-ring': 'In a ring, device i only sends to (i + 1) % k.',
-    'too-much-traffic': 'Some device moves more than 2 (k-1) N / k bytes; '
-    'send chunks (N / k elements), not whole arrays.',
+    'too-much-traffic': 'Some device moves more than 2 (k-1) N / k of an '
+    "array's N elements: send chunks (N / k elements), not whole arrays.",
     'too-many-steps': 'A ring needs only 2 (k-1) steps when every device '
     'sends in every step.',
     # split_batch

@@ -308,8 +308,9 @@ def check_train_epoch(fn):
 
     Examples
     --------
+    >>> import d2lpar as dp
     >>> from d2lpar.homework import reference
-    >>> bool(check_train_epoch(reference.train_epoch))
+    >>> bool(dp.check_train_epoch(reference.train_epoch))
     True
     """
     return run_cases('check_train_epoch', fn, epoch_cases(), _epoch_case)

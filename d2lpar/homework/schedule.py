@@ -72,9 +72,9 @@ def _schedule_case(fn, case):
         if max(sent + received) > bound:
             return (
                 'too-much-traffic',
-                f'expected at most 2 (k-1) N / k '
-                f'= {bound} bytes per device; sent {sent}, received '
-                f'{received}',
+                f'expected at most 2 (k-1) N / k = {bound // itemsize} '
+                f'of the N = {n} elements ({bound} bytes) per device; '
+                f'bytes sent {sent}, received {received}',
             )
     steps = [step for step in schedule if step]  # empty steps cost 0
     if len(steps) > 2 * (k - 1):
@@ -93,8 +93,8 @@ def check_ring_schedule(fn):
     of :class:`d2lpar.schedules.Transfer` where device ``i`` only sends
     to ``(i + 1) % k``. :func:`d2lpar.run_schedule` of it must leave the
     sum on every device, every device must send and receive at most
-    ``2 (k-1) N / k`` bytes (:func:`d2lpar.schedules.traffic`), in
-    ``2 (k-1)`` steps.
+    ``2 (k-1) N / k`` of an array's ``N`` elements (counted in bytes by
+    :func:`d2lpar.schedules.traffic`), in ``2 (k-1)`` steps.
 
     Parameters
     ----------

@@ -192,7 +192,8 @@ def check_grad_accumulation(fn):
     batch into ``m`` contiguous micro-batches (sizes differing by at
     most one), adds up their gradients on every device, then takes one
     data-parallel SGD step: the replicas must equal one SGD step on the
-    whole batch on one device (see :func:`train_batch_accumulate`).
+    whole batch on one device (as
+    ``d2lpar.homework.reference.train_batch_accumulate`` does).
 
     Parameters
     ----------
@@ -205,8 +206,9 @@ def check_grad_accumulation(fn):
 
     Examples
     --------
-    >>> from d2lpar.homework import training
-    >>> bool(check_grad_accumulation(training.train_batch_accumulate))
+    >>> import d2lpar as dp
+    >>> from d2lpar.homework import reference
+    >>> bool(dp.check_grad_accumulation(reference.train_batch_accumulate))
     True
     """
     return run_cases(
