@@ -3,14 +3,12 @@ step on their union; it reduces once instead of once per minibatch."""
 
 import mxnet as mx
 import pytest
+from conftest import LR, make_batches
 from mxnet import np
 from numpy.testing import assert_allclose, assert_array_equal
-from test_optim import make_batches
 
 import d2lpar as dp
 from d2lpar import accumulation
-
-LR = 0.5
 
 
 def run(k, groups, step):

@@ -4,14 +4,11 @@ gradient-averaging step; local SGD communicates once per H steps."""
 import mxnet as mx
 import numpy as onp
 import pytest
-from conftest import write_fashion_dir
+from conftest import LR, make_batches, write_fashion_dir
 from numpy.testing import assert_allclose, assert_array_equal
-from test_optim import make_batches
 
 import d2lpar as dp
 from d2lpar import averaging, schedules
-
-LR = 0.5
 
 
 def replicas(k, seed=1):

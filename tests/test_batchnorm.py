@@ -4,12 +4,10 @@ the whole batch; local BatchNorm does not, and its statistics drift."""
 import mxnet as mx
 import numpy as onp
 import pytest
+from conftest import LR, make_batches
 from numpy.testing import assert_allclose, assert_array_equal
-from test_optim import make_batches
 
 from d2lpar import batchnorm as bn
-
-LR = 0.5
 
 
 def run(k, sync, batches, seed=0):

@@ -7,8 +7,8 @@ import time
 import mxnet as mx
 import numpy as onp
 import pytest
+from conftest import make_batches
 from mxnet import npx
-from test_training import make_batches
 
 import d2lpar as dp
 

@@ -2,10 +2,9 @@
 
 import mxnet as mx
 import pytest
-from conftest import needs_real_data, write_fashion_dir
+from conftest import LR, make_batches, needs_real_data, write_fashion_dir
 from mxnet import gluon
 from numpy.testing import assert_allclose, assert_array_equal
-from test_training import LR, make_batches
 
 import d2lpar as dp
 

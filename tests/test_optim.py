@@ -4,24 +4,12 @@ the one-device step."""
 import mxnet as mx
 import numpy as onp
 import pytest
+from conftest import make_batches
 from mxnet import autograd, np
 from numpy.testing import assert_allclose, assert_array_equal
 
 import d2lpar as dp
 from d2lpar import optim
-
-BATCH_SIZES = (12, 11, 7, 12)  # 11 and 7 do not divide by 2 or 3
-
-
-def make_batches(sizes=BATCH_SIZES, seed=0):
-    rng = onp.random.default_rng(seed)
-    return [
-        (
-            np.array(rng.uniform(size=(n, 1, 28, 28)), dtype='float32'),
-            np.array(rng.integers(0, 10, n), dtype='int32'),
-        )
-        for n in sizes
-    ]
 
 
 def run(k, optimizer, batches, check_identical=True):

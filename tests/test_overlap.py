@@ -3,8 +3,8 @@ not, bucketed or not, the step is train_batch's step."""
 
 import mxnet as mx
 import pytest
+from conftest import make_batches
 from numpy.testing import assert_allclose, assert_array_equal
-from test_optim import make_batches
 
 import d2lpar as dp
 from d2lpar import overlap

@@ -3,7 +3,7 @@ names the array that diverged and checks only every N steps."""
 
 import mxnet as mx
 import pytest
-from test_optim import make_batches
+from conftest import make_batches
 
 import d2lpar as dp
 from d2lpar import batchnorm as bn

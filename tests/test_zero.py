@@ -4,9 +4,9 @@
 import mxnet as mx
 import numpy as onp
 import pytest
+from conftest import make_batches
 from mxnet import np
 from numpy.testing import assert_allclose, assert_array_equal
-from test_optim import make_batches
 
 import d2lpar as dp
 from d2lpar import optim, schedules, zero
