@@ -30,22 +30,11 @@ the CUDA build mxnet-cuXXX==1.9.1; "d2lpar[notebook]" adds Jupyter.
 Data: Fashion-MNIST is read from $D2LPAR_DATA, or pass root= to
 load_fashion_mnist (see its docstring for the other places searched).
 
-Importing d2lpar has three side effects on MXNet, all needed before its
-first operator runs, and one on numpy, needed before MXNet is imported:
-
-- numpy's type aliases that numpy 1.24 removed (``np.bool``, ``np.int``,
-  ...) are restored where missing (``d2lpar._compat``), since MXNet 1.9.1
-  reads ``np.bool`` while it imports; with numpy 1.23.5 nothing changes.
-- ``MXNET_CPU_TEMP_COPY`` is set to ``CPU_TEMP_COPY`` (64) unless already
-  set. All CPU contexts share one pool of scratch buffers, 4 by default,
-  handed out round-robin; with 4, two CPU contexts wait for each other's
-  buffers and run one after the other (the training chapter measures it).
-- ``npx.set_np()`` (in ``d2lpar.model``): MXNet's NumPy interface, as in
-  d2l, so arrays are ``mxnet.np.ndarray``.
-- ``cpu(0)``'s worker gets every core (``threads.claim_every_core``):
-  a worker's OpenMP threads may later go down but never up, since
-  MXNet's cached oneDNN operators crash when run with more threads than
-  they were built for.
+Importing d2lpar changes a few things in MXNet and numpy (a scratch
+pool variable, numpy's removed aliases, ``npx.set_np()``, a fork hook,
+``cpu(0)``'s threads): all of them, and why, are listed in one place,
+``d2lpar._runtime``. The benchmarks, several processes, the grader and
+the figures (matplotlib) load the first time one of their names is used.
 
 Training through the library (``train_batch``, ``train``,
 ``train_concise``) also sets how many OpenMP threads each CPU device's
@@ -55,53 +44,16 @@ device on x86, ``threads.mxnet_default_threads``). A device that has
 trained beside others keeps its share for the rest of the process.
 """
 
-import os
-import sys
+import importlib
 
-if sys.version_info[:2] not in ((3, 11), (3, 12)):
-    import warnings
+# Every import-time side effect, documented there; before anything
+# below imports MXNet.
+from . import _runtime
 
-    warnings.warn(
-        f'd2lpar is tested on Python 3.11 and 3.12, this is '
-        f'{sys.version.split()[0]}: MXNet 1.9.1 needs numpy < 2, which '
-        f'has no wheels for Python 3.13+; make a Python 3.11 or 3.12 '
-        f'venv (see README)',
-        stacklevel=2,
-    )
+_runtime.start()
 
-# Why 64 scratch buffers: see the module docstring. A value the user set
-# wins. Set before MXNet is imported, which reads it.
-CPU_TEMP_COPY = '64'
-os.environ.setdefault('MXNET_CPU_TEMP_COPY', CPU_TEMP_COPY)
-
-# MXNet 1.9.1 reads np.bool while it imports, an alias numpy 1.24 removed:
-# restore the missing aliases first (d2lpar/_compat.py says which, why).
-from ._compat import restore_numpy_aliases
-
-restore_numpy_aliases()
-
-try:
-    import mxnet  # noqa: F401  (fail here, with a fix, not deep inside)
-except ImportError as err:
-    if err.name == 'distutils':  # Python 3.12 removed it
-        raise ImportError(
-            'MXNet 1.9.1 imports distutils, which Python 3.12 removed; '
-            'setuptools brings it back: pip install setuptools'
-        ) from err
-    raise ImportError(
-        f'd2lpar needs MXNet 1.9.1, which is not installed in '
-        f'{sys.prefix} ({err}); install it with: pip install '
-        f'"d2lpar[cpu]" (CPU), or pip install mxnet-cu112==1.9.1 (a CUDA '
-        f'build, matching your CUDA).'
-    ) from err
-except AttributeError as err:  # a numpy name MXNet uses is gone
-    raise ImportError(
-        f'MXNet 1.9.1 failed to import beside numpy '
-        f'{sys.modules["numpy"].__version__} ({err}); d2lpar is tested '
-        f'with numpy 1.23.5 and 1.26.4: pip install "numpy>=1.23.5,<2"'
-    ) from err
-
-from . import bench, checks, costmodel, dist, epochs, figures, schedules
+from . import checks, costmodel, epochs, schedules
+from ._runtime import CPU_TEMP_COPY
 from .book import BookSettings, book_settings, glue_text, show_source
 from .buckets import bucketed_allreduce
 from .collectives import (
@@ -115,33 +67,29 @@ from .collectives import (
 from .concise import (
     gluon_lenet,
     set_lenet_params,
-    train_batch_concise,
     train_concise,
 )
 from .data import load_fashion_mnist
 from .devices import devices
 from .evaluation import evaluate_accuracy, evaluate_accuracy_sharded
-from .figures import draw_parallelism_schemes, plot_accuracy, plot_split
-from .homework import (
-    check_allreduce,
-    check_average_params,
-    check_evaluate,
-    check_grad_accumulation,
-    check_ring_schedule,
-    check_split_batch,
-    check_train_batch,
-    check_train_epoch,
-)
 from .idx import DatasetError
 from .kvstore import kvstore_allreduce
 from .model import LENET_SHAPES, init_lenet_params, lenet
 from .parameters import get_params
 from .splitting import shard_ranges, shard_sizes, split_batch
-from .training import TrainResult, cross_entropy, train, train_batch
+from .training import (
+    INIT_SCALE,
+    TrainResult,
+    cross_entropy,
+    train,
+    train_batch,
+)
 
 __version__ = '0.1.0'
 
 __all__ = [
+    'CPU_TEMP_COPY',
+    'INIT_SCALE',
     'bench',
     'checks',
     'costmodel',
@@ -166,7 +114,7 @@ __all__ = [
     'gluon_lenet',
     'set_lenet_params',
     'show_source',
-    'train_batch_concise',
+    'concise',
     'train_concise',
     'evaluate_accuracy_sharded',
     'get_params',
@@ -202,7 +150,6 @@ from .optim import (
     Momentum,
     init_states,
     state_bytes,
-    train_batch_optim,
 )
 
 __all__ += [
@@ -212,12 +159,11 @@ __all__ += [
     'Adam',
     'init_states',
     'state_bytes',
-    'train_batch_optim',
 ]
 from . import zero
-from .zero import init_zero_states, train_batch_zero
+from .zero import init_zero_states
 
-__all__ += ['zero', 'init_zero_states', 'train_batch_zero']
+__all__ += ['zero', 'init_zero_states']
 from . import averaging
 from .averaging import (
     LocalSGDResult,
@@ -239,7 +185,6 @@ from .batchnorm import (
     evaluate_bn,
     init_bn_mlp,
     replicate_bn,
-    train_batch_bn,
 )
 from .replicas import DriftDetector, checksum, find_drift
 
@@ -250,7 +195,6 @@ __all__ += [
     'evaluate_bn',
     'init_bn_mlp',
     'replicate_bn',
-    'train_batch_bn',
     'DriftDetector',
     'checksum',
     'find_drift',
@@ -263,7 +207,6 @@ from .overlap import (
     plot_timeline,
     profile_step,
     time_overlap,
-    train_batch_overlap,
 )
 
 __all__ += [
@@ -274,7 +217,6 @@ __all__ += [
     'plot_timeline',
     'profile_step',
     'time_overlap',
-    'train_batch_overlap',
 ]
 from . import scaling
 from .scaling import (
@@ -300,21 +242,52 @@ __all__ += [
     'warmup',
 ]
 from . import accumulation
-from .accumulation import CountingAllreduce, accumulate_step
+from .accumulation import CountingAllreduce
 
-__all__ += ['accumulation', 'CountingAllreduce', 'accumulate_step']
+__all__ += ['accumulation', 'CountingAllreduce']
 
 # Performance: cores per device.
-from .threads import (
-    ThreadBudgetWarning,
-    claim_every_core,
-    thread_budget,
-    worker_threads,
-)
+from .threads import ThreadBudgetWarning, thread_budget, worker_threads
 
 __all__ += ['ThreadBudgetWarning', 'thread_budget', 'worker_threads']
-# Before any operator runs on it: a worker's threads can only go down
-# later (d2lpar.threads explains the crash it avoids).
-import mxnet as _mx  # noqa: E402
 
-claim_every_core(_mx.cpu(0))
+# Loaded the first time they are used (``dp.bench``, ``dp.plot_split``):
+# they bring in matplotlib, subprocess machinery or the grader, which a
+# chapter that only trains never needs. name -> (module, attribute or
+# None for the module itself).
+_LAZY = {
+    'bench': ('.bench', None),
+    'dist': ('.dist', None),
+    'homework': ('.homework', None),
+    'figures': ('.figures', None),
+    'draw_parallelism_schemes': ('.figures', 'draw_parallelism_schemes'),
+    'plot_accuracy': ('.figures', 'plot_accuracy'),
+    'plot_split': ('.figures', 'plot_split'),
+    'check_allreduce': ('.homework', 'check_allreduce'),
+    'check_average_params': ('.homework', 'check_average_params'),
+    'check_evaluate': ('.homework', 'check_evaluate'),
+    'check_grad_accumulation': ('.homework', 'check_grad_accumulation'),
+    'check_ring_schedule': ('.homework', 'check_ring_schedule'),
+    'check_split_batch': ('.homework', 'check_split_batch'),
+    'check_train_batch': ('.homework', 'check_train_batch'),
+    'check_train_epoch': ('.homework', 'check_train_epoch'),
+}
+
+
+def __getattr__(name):
+    """Import a lazily loaded module or name on its first use (PEP 562)."""
+    try:
+        module, attribute = _LAZY[name]
+    except KeyError:
+        raise AttributeError(
+            f'module {__name__!r} has no attribute {name!r}'
+        ) from None
+    value = importlib.import_module(module, __name__)
+    if attribute is not None:
+        value = getattr(value, attribute)
+    globals()[name] = value  # later uses skip this function
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

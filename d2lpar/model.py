@@ -8,8 +8,6 @@ itself: nothing is hidden inside a framework object.
 import numpy as onp
 from mxnet import np, npx
 
-npx.set_np()
-
 # (name, shape) of the 8 arrays, in the order lenet() reads them.
 LENET_SHAPES = (
     ('W1', (20, 1, 3, 3)),

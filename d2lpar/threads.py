@@ -197,7 +197,7 @@ def _set_threads(ctx, threads):
     _LOWEST[ctx] = min(threads, _LOWEST.get(ctx, threads))
 
 
-def _engine_restarted_in_parent():
+def engine_restarted_in_parent():
     """Give every CPU worker its threads back after a fork.
 
     MXNet's own ``pthread_atfork`` handlers stop its engine before a
@@ -217,7 +217,7 @@ def _engine_restarted_in_parent():
         _set_threads(ctx, threads)
 
 
-def _engine_restarted_in_child():
+def engine_restarted_in_child():
     """In a forked child, MXNet's workers are new: forget the budget.
 
     No MXNet call here (the child may be about to ``exec``); the child
@@ -226,14 +226,6 @@ def _engine_restarted_in_child():
     """
     for ctx in list(_APPLIED):
         _APPLIED[ctx] = _LOWEST[ctx] = mxnet_default_threads(forked=True)
-
-
-# Python runs these on os.fork(), multiprocessing's fork start and
-# subprocess with preexec_fn: the cases where MXNet's handlers run too.
-os.register_at_fork(
-    after_in_parent=_engine_restarted_in_parent,
-    after_in_child=_engine_restarted_in_child,
-)
 
 
 def claim_every_core(ctx):

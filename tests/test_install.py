@@ -8,8 +8,6 @@ import subprocess
 import sys
 import tomllib
 
-import pytest
-
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'scripts'))
 
@@ -78,22 +76,6 @@ def test_unsupported_python_gets_a_sentence():
         'd2lpar is tested on Python 3.11 and 3.12' in done.stderr
         and 'numpy < 2' in done.stderr
     ), done.stderr
-
-
-@pytest.mark.parametrize(
-    'variable, value',
-    [
-        ('MXNET_CPU_TEMP_COPY', '64'),
-    ],
-)
-def test_import_side_effects_are_documented(variable, value):
-    """The module docstring (help(d2lpar)) names what importing changes:
-    the MXNet variable set, its value, and npx.set_np()."""
-    import d2lpar
-
-    doc = d2lpar.__doc__
-    assert variable in doc and f'({value})' in doc and 'npx.set_np()' in doc
-    assert d2lpar.CPU_TEMP_COPY == value
 
 
 def test_help_starts_with_an_overview_by_chapter():

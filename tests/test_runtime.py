@@ -1,0 +1,165 @@
+"""What ``import d2lpar`` does: every side effect in d2lpar/_runtime.py,
+and nothing optional loaded until it is used."""
+
+import ast
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / 'd2lpar'
+
+# Loaded on first use only (d2lpar.__getattr__).
+OPTIONAL = (
+    'matplotlib',
+    'd2lpar.bench',
+    'd2lpar.dist',
+    'd2lpar.homework',
+    'd2lpar.figures',
+)
+
+
+def loaded_after(code):
+    """The OPTIONAL modules in sys.modules after ``code`` runs fresh."""
+    script = (
+        'import json, sys\n'
+        f'{code}\n'
+        f'print(json.dumps([m for m in {OPTIONAL!r} if m in sys.modules]))'
+    )
+    done = subprocess.run(
+        [sys.executable, '-c', script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_import_loads_no_optional_part():
+    """A fresh ``import d2lpar`` loads neither matplotlib nor the
+    benchmarks, several processes, the grader or the figures."""
+    assert loaded_after('import d2lpar') == []
+
+
+@pytest.mark.parametrize(
+    'use, loads',
+    [
+        ('dp.plot_split', ['matplotlib', 'd2lpar.figures']),
+        ('dp.check_allreduce', ['d2lpar.homework']),
+        ('dp.dist.launch', ['d2lpar.dist']),
+    ],
+)
+def test_first_use_loads_the_part(use, loads):
+    """The lazy names work: using one loads its module (so the test
+    above would see these modules, were they imported up front)."""
+    loaded = loaded_after(f'import d2lpar as dp\n{use}')
+    assert set(loads) <= set(loaded), loaded
+
+
+def test_an_unknown_name_is_an_attribute_error():
+    import d2lpar
+
+    with pytest.raises(AttributeError, match='no_such_name'):
+        d2lpar.no_such_name  # noqa: B018
+    assert 'bench' in dir(d2lpar) and 'check_allreduce' in dir(d2lpar)
+
+
+# Calls that change the process (an environment variable, MXNet's array
+# type, a fork hook, a worker's threads), allowed at module level only in
+# _runtime.py.
+SIDE_EFFECTS = {
+    'setdefault',
+    'set_np',
+    'register_at_fork',
+    'claim_every_core',
+    'restore_numpy_aliases',
+    'start',
+}
+
+
+def module_level_calls(path):
+    """Names of the functions called by the statements of a module's
+    body (not inside a def or class), as ``f`` for ``a.b.f(...)``."""
+    tree = ast.parse(path.read_text())
+    names = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            continue
+        for call in ast.walk(node):
+            if isinstance(call, ast.Call):
+                func = call.func
+                if isinstance(func, ast.Attribute):
+                    names.append(func.attr)
+                elif isinstance(func, ast.Name):
+                    names.append(func.id)
+    return names
+
+
+def test_no_module_changes_the_process_at_import_but_runtime():
+    """Only ``_runtime.start()`` (called once by __init__) sets the
+    scratch pool, npx.set_np(), the fork hook and cpu(0)'s threads."""
+    found = {}
+    for path in sorted(PACKAGE.rglob('*.py')):
+        calls = SIDE_EFFECTS & set(module_level_calls(path))
+        if calls:
+            found[str(path.relative_to(ROOT))] = sorted(calls)
+    assert found == {'d2lpar/__init__.py': ['start']}
+
+
+def test_module_level_calls_finds_a_side_effect(tmp_path):
+    """The scan above can fail: a module-level set_np() is seen, one
+    inside a function is not."""
+    module = tmp_path / 'm.py'
+    module.write_text(
+        'from mxnet import npx\nnpx.set_np()\ndef f():\n    npx.reset_np()\n'
+    )
+    assert module_level_calls(module) == ['set_np']
+
+
+def test_runtime_documents_every_side_effect():
+    """_runtime's docstring names each thing start() does; __init__'s
+    points to it."""
+    import d2lpar
+    from d2lpar import _runtime
+
+    doc = _runtime.__doc__
+    for what in (
+        'MXNET_CPU_TEMP_COPY',
+        f'({_runtime.CPU_TEMP_COPY})',
+        'npx.set_np()',
+        'register_at_fork',
+        'claim_every_core',
+        'restore',
+    ):
+        assert what in doc, what
+    assert 'd2lpar._runtime' in d2lpar.__doc__
+    assert d2lpar.CPU_TEMP_COPY == _runtime.CPU_TEMP_COPY == '64'
+
+
+def test_import_sets_what_runtime_says():
+    """In a fresh process: the scratch pool is set and arrays are
+    MXNet's NumPy arrays (the fork hook and cpu(0)'s threads are checked
+    in test_threads.py)."""
+    script = (
+        'import os, d2lpar\n'
+        'from mxnet import np, util\n'
+        'print(os.environ["MXNET_CPU_TEMP_COPY"], util.is_np_array(),'
+        ' type(np.ones(1)).__module__)'
+    )
+    env = {k: v for k, v in os.environ.items() if k != 'MXNET_CPU_TEMP_COPY'}
+    done = subprocess.run(
+        [sys.executable, '-c', script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-3:] == ['64', 'True', 'mxnet.numpy']
