@@ -1,10 +1,11 @@
 """d2lpar.bench.limit: the FLOPs of a LeNet step."""
 
 import numpy as onp
+import pytest
 from mxnet import np
 from numpy.testing import assert_allclose
 
-from d2lpar.bench import limit
+from d2lpar.bench import limit, timing
 
 
 def test_lenet_flops_counts_every_product():
@@ -35,8 +36,25 @@ def test_each_timed_product_is_a_full_matrix_product():
     )
 
 
-def test_matmul_rate_is_the_faster_product(monkeypatch):
-    monkeypatch.setattr(
-        limit, 'matmul_rates', lambda n, repeats, ctx: {'a': 40.0, 'b': 200.0}
-    )
-    assert limit.matmul_rate() == 200.0
+@pytest.mark.parametrize(
+    'seconds', [(0.5, 0.1), (0.1, 0.5)], ids=['oneDNN', 'OpenBLAS']
+)
+def test_matmul_rate_is_the_faster_products_rate(monkeypatch, seconds):
+    """Each product is timed (it really runs: an n x n product) and its
+    rate is 2 n**3 operations over its median seconds; the limit takes
+    the faster product, whichever it is (timing np.dot alone put the
+    limit 2-5 times too low where OpenBLAS ran slow)."""
+    n, timed = 32, iter(seconds)
+    shapes = []
+
+    def median_seconds(fn, repeats, warmup):
+        shapes.append(fn().shape)
+        return next(timed)
+
+    monkeypatch.setattr(timing, 'median_seconds', median_seconds)
+    rates = limit.matmul_rates(n, repeats=1)
+    assert shapes == [(n, n), (n, n)]
+    assert list(rates) == list(limit.products(np.ones(1), np.ones(1)))
+    assert list(rates.values()) == [2 * n**3 / s / 1e9 for s in seconds]
+    timed = iter(seconds)
+    assert limit.matmul_rate(n, repeats=1) == 2 * n**3 / min(seconds) / 1e9

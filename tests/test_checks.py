@@ -47,9 +47,18 @@ def test_devices_as_strings_or_ints(devices, message):
 
 
 def test_npx_contexts_are_accepted():
-    """The contexts the message suggests (npx.cpu(i)) do work."""
+    """The contexts the message suggests (npx.cpu(i)) do work: the step
+    moves the parameters exactly as the same step on mx.cpu(i) does."""
     X, y = make_batches()[0]
-    dp.train_batch(X, y, replicas(), [npx.cpu(0), npx.cpu(1)], 0.1)
+    ours, ref, start = replicas(), replicas(), replicas()[0]
+    dp.train_batch(X, y, ours, [npx.cpu(0), npx.cpu(1)], 0.1)
+    dp.train_batch(X, y, ref, DEVICES, 0.1)
+    for p, q in zip(ours[0], ref[0]):
+        onp.testing.assert_array_equal(p.asnumpy(), q.asnumpy())
+    assert any(
+        not onp.array_equal(p.asnumpy(), s.asnumpy())
+        for p, s in zip(ours[0], start)
+    )
 
 
 def test_parameters_without_gradients():
