@@ -8,7 +8,7 @@ That is the step on the ``m``-times larger batch, with the activations
 of one minibatch in memory and one allreduce instead of ``m``.
 
 :func:`d2lpar.train_batch` does the same when given one large batch and
-``accumulate=m``; :func:`accumulate_step` takes the ``m`` minibatches as
+``accumulate=m``; :func:`train_batch` here takes the ``m`` minibatches as
 they come from a data loader, which is what training loops do (PyTorch
 DDP calls the ``m - 1`` backward passes without communication
 ``no_sync``).
@@ -17,16 +17,20 @@ DDP calls the ``m - 1`` backward passes without communication
 import numpy as onp
 from mxnet import npx
 
-from .checks import check_positive, check_returned_none
+from .checks import check_positive
 from .collectives import allreduce
 from .model import dense, lenet
-from .optim import compute_grads
-from .splitting import split_batch
-from .threads import thread_budget
-from .training import cross_entropy
+from .training import (
+    accumulate_gradients,
+    cores_per_device,
+    cross_entropy,
+    sgd,
+    sum_gradients,
+)
 
 
-def accumulate_step(
+@cores_per_device
+def train_batch(
     batches,
     device_params,
     devices,
@@ -39,7 +43,10 @@ def accumulate_step(
     """One SGD step on several minibatches, accumulated on each device.
 
     Taught in :doc:`/book/accumulation`. Equals
-    :func:`d2lpar.train_batch` on the concatenation of ``batches``.
+    :func:`d2lpar.train_batch` on the concatenation of ``batches``: the
+    gradients are added up by :func:`d2lpar.training.accumulate_gradients`
+    (as ``train_batch(accumulate=m)`` does), then summed over the
+    devices once and applied once.
 
     Parameters
     ----------
@@ -62,39 +69,25 @@ def accumulate_step(
     ValueError
         If ``batches`` is empty.
     """
-    thread_budget(devices)  # cores per device, as train_batch
-    check_positive('lr', lr, 'accumulate_step')
+    check_positive('lr', lr, 'accumulation.train_batch')
     if not batches:
         raise ValueError(
-            'accumulate_step: batches is empty; pass a list of (X, y) '
-            'minibatches, one or more'
+            'accumulation.train_batch: batches is empty; pass a list of '
+            '(X, y) minibatches, one or more'
         )
-    sums = None  # the running sum, one copy of the gradients per device
-    for X, y in batches:
-        X_shards, y_shards = split_batch(X, y, devices)
-        grads = compute_grads(X_shards, y_shards, device_params, net, loss)
-        if reduce_every:
-            reduce_all(grads, algorithm)
-        if sums is None:
-            sums = [[g.copy() for g in gs] for gs in grads]
-        else:
-            for s_list, g_list in zip(sums, grads):
-                for s, g in zip(s_list, g_list):
-                    s[:] += g
+
+    def reduce(device_params):
+        sum_gradients(device_params, algorithm)
+
+    accumulate_gradients(
+        batches, device_params, devices, net, loss,
+        reduce=reduce if reduce_every else None,
+    )  # fmt: skip
     if not reduce_every:
-        reduce_all(sums, algorithm)
+        sum_gradients(device_params, algorithm)
     n = sum(X.shape[0] for X, _ in batches)
-    for params, s_list in zip(device_params, sums):
-        for p, s in zip(params, s_list):
-            p[:] = p - lr * s / n
+    sgd(device_params, lr, n)
     return n
-
-
-def reduce_all(grads, algorithm):
-    """Allreduce every parameter's gradients across the devices."""
-    for i in range(len(grads[0])):
-        returned = algorithm([g[i] for g in grads])
-        check_returned_none(returned, algorithm, 'accumulate_step')
 
 
 class CountingAllreduce:

@@ -10,7 +10,7 @@ times less, and lets the replicas drift apart in between.
 
 import dataclasses
 
-from mxnet import autograd, npx
+from mxnet import npx
 
 from .checks import check_devices, check_positive
 from .collectives import ring_allreduce
@@ -19,8 +19,12 @@ from .model import init_lenet_params, lenet
 from .parameters import get_params
 from .schedules import ring_schedule, traffic
 from .splitting import split_batch
-from .threads import thread_budget
-from .training import cross_entropy
+from .training import (
+    cores_per_device,
+    cross_entropy,
+    device_gradients,
+    sgd,
+)
 
 
 def average_params(device_params, weights=None, algorithm=ring_allreduce):
@@ -63,6 +67,7 @@ def average_params(device_params, weights=None, algorithm=ring_allreduce):
         algorithm([params[i] for params in device_params])
 
 
+@cores_per_device
 def local_sgd_step(
     X, y, device_params, devices, lr, net=lenet, loss=cross_entropy
 ):
@@ -89,20 +94,10 @@ def local_sgd_step(
         weights that make :func:`average_params` equal gradient
         averaging.
     """
-    thread_budget(devices)  # cores per device, as train_batch
     X_shards, y_shards = split_batch(X, y, devices)
-    with autograd.record():
-        ls = [
-            loss(net(X_shard, params), y_shard).sum()
-            for X_shard, y_shard, params in zip(
-                X_shards, y_shards, device_params
-            )
-        ]
-    for l in ls:
-        l.backward()
+    device_gradients(X_shards, y_shards, device_params, net, loss)
     for params, X_shard in zip(device_params, X_shards):
-        for p in params:
-            p[:] = p - lr * p.grad / X_shard.shape[0]
+        sgd([params], lr, X_shard.shape[0])  # no sum: its own shard only
     return [X_shard.shape[0] / X.shape[0] for X_shard in X_shards]
 
 

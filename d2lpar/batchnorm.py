@@ -11,15 +11,19 @@ normalising: the whole batch's statistics, on every device.
 """
 
 import numpy as onp
-from mxnet import autograd, np, npx
+from mxnet import np, npx
 
-from .collectives import allreduce
 from .evaluation import evaluate_accuracy
 from .model import dense
 from .parameters import get_params
 from .splitting import split_batch
-from .threads import thread_budget
-from .training import cross_entropy
+from .training import (
+    cores_per_device,
+    cross_entropy,
+    device_gradients,
+    sgd,
+    sum_gradients,
+)
 
 # (name, shape) of the parameters, in the order bn_mlp reads them. The
 # first layer has no bias: BatchNorm's beta plays that role.
@@ -136,7 +140,8 @@ def _moments(hs, sync):
     return moments
 
 
-def train_batch_bn(
+@cores_per_device
+def train_batch(
     X,
     y,
     device_params,
@@ -173,28 +178,27 @@ def train_batch_bn(
         Weight of the old value in the running statistics.
     loss : callable, optional
     """
-    thread_budget(devices)  # cores per device, as train_batch
     X_shards, y_shards = split_batch(X, y, devices)
-    with autograd.record():
+    moments = []  # per device, the (mean, var) it normalised with
+
+    def forward(X_shards, device_params):
         hs = [
             dense(X_shard.reshape(X_shard.shape[0], -1), params[0])
             for X_shard, params in zip(X_shards, device_params)
         ]
-        moments = _moments(hs, sync)
-        ls = [
-            loss(_head(h, params, m), y_shard).sum()
-            for h, y_shard, params, m in zip(
-                hs, y_shards, device_params, moments
-            )
+        moments[:] = _moments(hs, sync)
+        return [
+            _head(h, params, m)
+            for h, params, m in zip(hs, device_params, moments)
         ]
-    autograd.backward(ls)  # one pass: with sync, losses share the moments
-    for i in range(len(device_params[0])):
-        allreduce([params[i].grad for params in device_params])
-    for params, stats, (mean, var) in zip(
-        device_params, device_stats, moments
-    ):
-        for p in params:
-            p[:] = p - lr * p.grad / X.shape[0]
+
+    # One backward pass: with sync, the losses share the moments
+    device_gradients(
+        X_shards, y_shards, device_params, loss=loss, forward=forward
+    )
+    sum_gradients(device_params)
+    sgd(device_params, lr, X.shape[0])
+    for stats, (mean, var) in zip(device_stats, moments):
         stats[0][:] = momentum * stats[0] + (1 - momentum) * mean
         stats[1][:] = momentum * stats[1] + (1 - momentum) * var
 

@@ -6,7 +6,7 @@ Gluon doing the bookkeeping: parameters live on every device
 gradients across devices before the SGD step.
 """
 
-from mxnet import autograd, gluon
+from mxnet import gluon
 from mxnet.gluon import nn
 
 from .checks import check_devices, check_positive
@@ -14,8 +14,13 @@ from .epochs import TrainResult, run_epochs
 from .evaluation import evaluate_accuracy_sharded
 from .model import init_lenet_params
 from .splitting import split_batch
-from .threads import thread_budget
-from .training import INIT_SCALE, cross_entropy
+from .training import (
+    INIT_SCALE,
+    cores_per_device,
+    count_correct,
+    cross_entropy,
+    device_gradients,
+)
 
 
 def gluon_lenet():
@@ -65,7 +70,8 @@ def set_lenet_params(net, params, devices):
     return net
 
 
-def train_batch_concise(X, y, net, trainer, devices, loss=cross_entropy):
+@cores_per_device
+def train_batch(X, y, net, trainer, devices, loss=cross_entropy):
     """One data-parallel step with Gluon: shards, backward, trainer.step.
 
     Taught in :doc:`/book/concise`. ``trainer.step(batch_size)`` sums the
@@ -89,21 +95,14 @@ def train_batch_concise(X, y, net, trainer, devices, loss=cross_entropy):
         Per device, the summed loss and the number of correct
         predictions (as :func:`d2lpar.train_batch` returns them).
     """
-    thread_budget(devices)  # cores per device, as train_batch
     X_shards, y_shards = split_batch(X, y, devices)
-    with autograd.record():
-        outs = [net(X_shard) for X_shard in X_shards]
-        ls = [loss(out, y_shard) for out, y_shard in zip(outs, y_shards)]
-    for l in ls:
-        l.backward()
-    trainer.step(X.shape[0])
-    return (
-        [l.sum() for l in ls],
-        [
-            (out.argmax(axis=1).astype(y_shard.dtype) == y_shard).sum()
-            for out, y_shard in zip(outs, y_shards)
-        ],
+    # The block holds a replica on every device and picks the one on each
+    # shard's device itself: no per-device parameters to pass
+    ls, outs = device_gradients(
+        X_shards, y_shards, [None] * len(devices), lambda X, _: net(X), loss
     )
+    trainer.step(X.shape[0])
+    return ls, count_correct(outs, y_shards)
 
 
 def train_concise(
@@ -142,7 +141,6 @@ def train_concise(
     check_positive('lr', lr, 'train_concise')
     check_positive('num_epochs', num_epochs, 'train_concise', True)
     check_devices(devices, 'train_concise')
-    thread_budget(devices)  # as train_batch: every core, shared by devices
     net = set_lenet_params(
         gluon_lenet(), params or init_lenet_params(0, INIT_SCALE), devices
     )
@@ -152,7 +150,7 @@ def train_concise(
     train_iter, test_iter = data
 
     def step(X, y):
-        return train_batch_concise(X, y, net, trainer, devices)
+        return train_batch(X, y, net, trainer, devices)
 
     def evaluate():
         # The block picks the replica on each shard's device itself, so

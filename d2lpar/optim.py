@@ -12,14 +12,18 @@ one shard of a flat buffer of parameters (:mod:`d2lpar.zero`).
 """
 
 import numpy as onp
-from mxnet import autograd, np
+from mxnet import np
 
 from .checks import check_positive
 from .collectives import allreduce
 from .model import lenet
 from .splitting import split_batch
-from .threads import thread_budget
-from .training import cross_entropy
+from .training import (
+    cores_per_device,
+    cross_entropy,
+    device_gradients,
+    sum_gradients,
+)
 
 
 class SGD:
@@ -190,37 +194,8 @@ def state_bytes(device_states):
     ]
 
 
-def compute_grads(X_shards, y_shards, device_params, net, loss):
-    """Forward and backward on every device; return each device's grads.
-
-    Parameters
-    ----------
-    X_shards, y_shards : list of mxnet.numpy.ndarray
-        One shard per device (:func:`d2lpar.split_batch`).
-    device_params : list of list of mxnet.numpy.ndarray
-        Replicas with gradients attached.
-    net, loss : callable
-        ``net(X, params) -> logits``; per-example ``loss(logits, y)``.
-
-    Returns
-    -------
-    list of list of mxnet.numpy.ndarray
-        ``grads[i][j]``: the gradient of device ``i``'s summed shard loss
-        with respect to its parameter ``j`` (the ``.grad`` buffers).
-    """
-    with autograd.record():  # each device's loss on its own shard
-        ls = [
-            loss(net(X_shard, params), y_shard).sum()
-            for X_shard, y_shard, params in zip(
-                X_shards, y_shards, device_params
-            )
-        ]
-    for l in ls:
-        l.backward()
-    return [[p.grad for p in params] for params in device_params]
-
-
-def train_batch_optim(
+@cores_per_device
+def train_batch(
     X,
     y,
     device_params,
@@ -233,11 +208,10 @@ def train_batch_optim(
 ):
     """One data-parallel step with a stateful optimizer on every replica.
 
-    Taught in :doc:`/book/optimizer-state`. The same
-    split, backward and allreduce as :func:`d2lpar.train_batch`; then
-    every device applies ``optimizer`` to its replica with its own copy
-    of the optimizer state. (It should later share its first half with
-    ``train_batch``, whose update is fixed to plain SGD.)
+    Taught in :doc:`/book/optimizer-state`. The gradients and their sum
+    are :func:`d2lpar.train_batch`'s; then every device applies
+    ``optimizer`` to its replica with its own copy of the optimizer
+    state.
 
     Parameters
     ----------
@@ -259,18 +233,16 @@ def train_batch_optim(
     ValueError
         If replicas, states and devices are not one per device.
     """
-    thread_budget(devices)  # cores per device, as train_batch
     if not len(device_params) == len(device_states) == len(devices):
         raise ValueError(
-            f'train_batch_optim: {len(device_params)} '
+            f'optim.train_batch: {len(device_params)} '
             f'replicas, {len(device_states)} states and '
             f'{len(devices)} devices; make one of each per '
             f'device (init_states(optimizer, device_params))'
         )
     X_shards, y_shards = split_batch(X, y, devices)
-    grads = compute_grads(X_shards, y_shards, device_params, net, loss)
-    for i in range(len(grads[0])):
-        algorithm([g[i] for g in grads])
+    device_gradients(X_shards, y_shards, device_params, net, loss)
+    sum_gradients(device_params, algorithm)
     for params, states in zip(device_params, device_states):
         for p, state in zip(params, states):
             optimizer.update(p, p.grad / X.shape[0], state)

@@ -18,7 +18,7 @@ written in one bulk segment become ready together, which limits how
 early a bucket can start.
 """
 
-import time
+import functools
 
 import numpy as onp
 from mxnet import np, npx
@@ -26,14 +26,18 @@ from mxnet import np, npx
 from .buckets import bucketed_allreduce, make_buckets
 from .collectives import allreduce
 from .model import init_lenet_params, lenet
-from .optim import compute_grads
 from .parameters import get_params
 from .splitting import split_batch
-from .threads import thread_budget
-from .training import cross_entropy
+from .training import (
+    cores_per_device,
+    cross_entropy,
+    device_gradients,
+    sgd,
+)
 
 
-def train_batch_overlap(
+@cores_per_device
+def train_batch(
     X,
     y,
     device_params,
@@ -66,9 +70,9 @@ def train_batch_overlap(
     reverse : bool, optional
         Reduce the last layer's gradients first.
     """
-    thread_budget(devices)  # cores per device, as train_batch
     X_shards, y_shards = split_batch(X, y, devices)
-    grads = compute_grads(X_shards, y_shards, device_params, net, loss)
+    device_gradients(X_shards, y_shards, device_params, net, loss)
+    grads = [[p.grad for p in params] for params in device_params]
     if not overlap:
         npx.waitall()  # every gradient finished before any transfer
     sizes = [g.size for g in grads[0]]
@@ -79,9 +83,7 @@ def train_batch_overlap(
             bucketed_allreduce(
                 [[g[i] for i in bucket] for g in grads], algorithm
             )
-    for params in device_params:
-        for p in params:
-            p[:] = p - lr * p.grad / X.shape[0]
+    sgd(device_params, lr, X.shape[0])
 
 
 def time_overlap(
@@ -105,7 +107,7 @@ def time_overlap(
     Parameters
     ----------
     configs : dict of str to dict
-        Name to keyword arguments of :func:`train_batch_overlap`.
+        Name to keyword arguments of :func:`train_batch`.
     devices : list of mxnet.Context
     batch_size, repeats, warmup, rounds, seed : int, optional
     per_round : bool, optional
@@ -117,6 +119,8 @@ def time_overlap(
     dict of str to float (or list of float)
         Seconds per step.
     """
+    from .bench.timing import median_seconds
+
     rng = onp.random.default_rng(seed)
     X = np.array(rng.uniform(size=(batch_size, 1, 28, 28)), dtype='float32')
     y = np.array(rng.integers(0, 10, batch_size), dtype='int32')
@@ -125,16 +129,13 @@ def time_overlap(
     for _ in range(rounds):
         for name, options in configs.items():
             device_params = [get_params(start, d) for d in devices]
-            times = []
-            for i in range(warmup + repeats):
-                tic = time.perf_counter()
-                train_batch_overlap(
-                    X, y, device_params, devices, 0.1, **options
-                )
-                npx.waitall()
-                if i >= warmup:
-                    times.append(time.perf_counter() - tic)
-            median = float(onp.median(times))
+            median = median_seconds(
+                functools.partial(
+                    train_batch, X, y, device_params, devices, 0.1, **options
+                ),
+                repeats,
+                warmup,
+            )
             best[name] = min(median, best.get(name, median))
             medians[name].append(median)
     return medians if per_round else best
@@ -206,7 +207,7 @@ def _profile_child(options, num_devices, batch_size, seed, filename):
     device_params = [
         get_params(init_lenet_params(seed, 0.1), d) for d in devices
     ]
-    train_batch_overlap(X, y, device_params, devices, 0.1, **options)
+    train_batch(X, y, device_params, devices, 0.1, **options)
     npx.waitall()
     mx.profiler.set_config(
         profile_imperative=True,
@@ -216,7 +217,7 @@ def _profile_child(options, num_devices, batch_size, seed, filename):
         filename=filename,
     )
     mx.profiler.set_state('run')
-    train_batch_overlap(X, y, device_params, devices, 0.1, **options)
+    train_batch(X, y, device_params, devices, 0.1, **options)
     npx.waitall()
     mx.profiler.set_state('stop')
     mx.profiler.dump(finished=True)  # MXNet profiles once per process
@@ -244,14 +245,14 @@ def profile_step(
     """Real timestamps of every engine operator of one step.
 
     Taught in :doc:`/book/overlap`. Runs one warm-up
-    step and one step of :func:`train_batch_overlap` under MXNet's
+    step and one step of :func:`train_batch` under MXNet's
     profiler, in a fresh process (MXNet's profiler writes its file once
     per process).
 
     Parameters
     ----------
     options : dict, optional
-        Keyword arguments of :func:`train_batch_overlap`.
+        Keyword arguments of :func:`train_batch`.
     num_devices, batch_size, seed : int, optional
     timeout : float, optional
         Seconds allowed for the child process.

@@ -4,7 +4,10 @@ The epoch loop itself is :func:`d2lpar.epochs.run_epochs`, shared with
 the concise (Gluon) trainer.
 """
 
-from mxnet import autograd, gluon
+import functools
+import inspect
+
+from mxnet import Context, autograd, gluon
 
 from . import _d2l as d2l  # not d2l: it pins numpy 1.23.5 (_d2l.py)
 from .buckets import bucketed_allreduce
@@ -34,6 +37,38 @@ cross_entropy = gluon.loss.SoftmaxCrossEntropyLoss()
 INIT_SCALE = 0.1
 
 
+def cores_per_device(step):
+    """Decorate a training step: its devices share the cores first.
+
+    Before the step runs, :func:`d2lpar.thread_budget` gives the CPU
+    devices of its ``devices`` argument their share of the machine's
+    cores (one device every core, k devices ``cores // k`` each;
+    :doc:`/book/machine-limit` explains why). Cheap when nothing changes, so
+    every step of the library wears it and a loop written by hand needs
+    no thread setting of its own; the step's body says nothing of
+    threads. Arguments the step will refuse (not a list of distinct
+    devices) are left to its own checks.
+    """
+    signature = inspect.signature(step)
+
+    @functools.wraps(step)
+    def run(*args, **kwargs):
+        try:
+            devices = signature.bind(*args, **kwargs).arguments['devices']
+        except (TypeError, KeyError):
+            devices = None  # the call itself raises the TypeError
+        if (
+            isinstance(devices, (list, tuple))
+            and all(isinstance(d, Context) for d in devices)
+            and len(set(devices)) == len(devices)
+        ):
+            thread_budget(devices)
+        return step(*args, **kwargs)
+
+    return run
+
+
+@cores_per_device
 def train_batch(
     X,
     y,
@@ -101,22 +136,61 @@ def train_batch(
         return train_micro_batches(**locals())  # all arguments, passed on
     # Checked, and whole-number float labels (MXNet's default dtype) cast
     X, y = check_step(X, y, device_params, devices, lr, accumulate)
-    thread_budget(devices)  # how many cores each CPU device may use
     X_shards, y_shards = check_split(split(X, y, devices), X.shape[0], devices)
-    with autograd.record():  # loss is computed separately on each device
-        outs = [
-            net(X_shard, params)
-            for X_shard, params in zip(X_shards, device_params)
-        ]
-        ls = [loss(out, y_shard).sum() for out, y_shard in zip(outs, y_shards)]
-    for l in ls:  # backpropagation is performed separately on each device
-        l.backward()
+    # Each device: its shard's loss and, in its replica's .grad, gradients
+    ls, outs = device_gradients(X_shards, y_shards, device_params, net, loss)
     # Sum all gradients from each device and broadcast them to all devices
     sum_gradients(device_params, algorithm, bucket)
     # Divide by the whole batch size: the step equals the 1-device step
-    for params in device_params:
-        d2l.sgd(params, lr, X.shape[0])
+    sgd(device_params, lr, X.shape[0])
     return ls, count_correct(outs, y_shards)
+
+
+def device_gradients(
+    X_shards, y_shards, device_params, net=lenet, loss=cross_entropy, *,
+    forward=None,
+):  # fmt: skip
+    """Forward and backward on every device, each on its own shard.
+
+    Every step of the library computes its gradients here. Device ``i``
+    runs ``net`` on ``X_shards[i]`` with its replica ``device_params[i]``
+    and sums its examples' losses; the backward pass writes the gradient
+    of that sum into the ``.grad`` buffers of that replica (overwriting
+    what they held).
+
+    Parameters
+    ----------
+    X_shards, y_shards : list of mxnet.numpy.ndarray
+        One shard per device (:func:`d2lpar.split_batch`).
+    device_params : list of list of mxnet.numpy.ndarray
+        Replicas with gradients attached (:func:`d2lpar.get_params`).
+    net, loss : callable, optional
+        ``net(X, params) -> logits``; per-example ``loss(logits, y)``.
+    forward : callable, optional
+        ``forward(X_shards, device_params) -> logits per device``,
+        instead of ``net`` on each device alone: for a network whose
+        devices exchange values in the forward pass (synchronised
+        BatchNorm, :mod:`d2lpar.batchnorm`).
+
+    Returns
+    -------
+    losses, outputs : list of mxnet.numpy.ndarray
+        Per device, the summed loss and the logits.
+    """
+    with autograd.record():  # loss is computed separately on each device
+        if forward is None:
+            outs = [
+                net(X_shard, params)
+                for X_shard, params in zip(X_shards, device_params)
+            ]
+        else:
+            outs = forward(X_shards, device_params)
+        ls = [loss(out, y_shard).sum() for out, y_shard in zip(outs, y_shards)]
+    # One backward pass over every device's loss: each writes its own
+    # replica's gradients (and, where devices exchanged values, sends the
+    # gradients back across devices too)
+    autograd.backward(ls)
+    return ls, outs
 
 
 def sum_gradients(device_params, algorithm=allreduce, bucket=False):
@@ -136,6 +210,18 @@ def sum_gradients(device_params, algorithm=allreduce, bucket=False):
         check_returned_none(returned, algorithm, 'train_batch')
 
 
+def sgd(device_params, lr, batch_size):
+    """Update every replica in place: ``p -= lr * p.grad / batch_size``.
+
+    d2l's minibatch SGD (``d2l.sgd``) on each replica; with the summed
+    gradients of the whole batch and its size, every replica takes the
+    one-device step.
+    """
+    for params in device_params:
+        d2l.sgd(params, lr, batch_size)
+
+
+@cores_per_device
 def train_micro_batches(
     X,
     y,
@@ -152,45 +238,76 @@ def train_micro_batches(
     """:func:`train_batch`'s step, computed in ``accumulate`` parts.
 
     Taught in :doc:`/book/accumulation`. The batch is cut into
-    ``accumulate`` contiguous micro-batches, one after the other; each
-    device adds each micro-batch's gradients into a running sum, then
-    one allreduce and one update follow: the same step as
+    ``accumulate`` contiguous micro-batches (:func:`micro_batches`);
+    :func:`accumulate_gradients` adds their gradients up on each device,
+    then one allreduce and one update follow: the same step as
     :func:`train_batch`, with the activations of one micro-batch in
     memory at a time. Arguments and returns as for :func:`train_batch`.
     """
     X, y = check_step(X, y, device_params, devices, lr, accumulate)
-    thread_budget(devices)  # one device uses every core, k share them
+    losses, corrects = accumulate_gradients(
+        micro_batches(X, y, accumulate), device_params, devices, net, loss,
+        split=split,
+    )  # fmt: skip
+    sum_gradients(device_params, algorithm, bucket)
+    sgd(device_params, lr, X.shape[0])
+    return losses, corrects
+
+
+def accumulate_gradients(
+    batches, device_params, devices, net=lenet, loss=cross_entropy, *,
+    split=split_batch, reduce=None,
+):  # fmt: skip
+    """Gradients of several batches, added up on each device.
+
+    Taught in :doc:`/book/accumulation`, and the one place the
+    library accumulates (:func:`train_micro_batches`,
+    :func:`d2lpar.accumulation.train_batch`). Each batch in turn is split
+    over ``devices`` and goes through :func:`device_gradients`; since
+    backward overwrites ``.grad``, each device adds the new gradients to
+    a running sum of its own, which ends in the ``.grad`` buffers.
+
+    Parameters
+    ----------
+    batches : iterable of (X, y)
+        The batches (or micro-batches) of one step.
+    device_params, devices, net, loss, split
+        As for :func:`train_batch`.
+    reduce : callable, optional
+        ``reduce(device_params)`` run on every batch's gradients before
+        they are added (e.g. an allreduce after every batch, what a
+        data-parallel wrapper does outside PyTorch's ``no_sync``).
+
+    Returns
+    -------
+    losses, corrects : list of mxnet.numpy.ndarray
+        Per batch and device, as :func:`train_batch` returns them.
+    """
     grads = [[p.grad for p in params] for params in device_params]
     losses, corrects, sums = [], [], None
-    for X_micro, y_micro in micro_batches(X, y, accumulate):
+    for X, y in batches:
         X_shards, y_shards = check_split(
-            split(X_micro, y_micro, devices), X_micro.shape[0], devices
+            split(X, y, devices), X.shape[0], devices
         )
-        with autograd.record():
-            outs = [
-                net(X_shard, params)
-                for X_shard, params in zip(X_shards, device_params)
-            ]
-            ls = [
-                loss(out, y_shard).sum()
-                for out, y_shard in zip(outs, y_shards)
-            ]
-        for l in ls:
-            l.backward()
+        ls, outs = device_gradients(
+            X_shards, y_shards, device_params, net, loss
+        )
+        if reduce is not None:
+            reduce(device_params)
         sums = add_gradients(sums, grads)  # backward overwrites .grad
         losses += ls
         corrects += count_correct(outs, y_shards)
     copy_gradients(sums, grads)
-    sum_gradients(device_params, algorithm, bucket)
-    for params in device_params:
-        d2l.sgd(params, lr, X.shape[0])
     return losses, corrects
 
 
 def micro_batches(X, y, m):
-    """``m`` contiguous micro-batches of ``X, y`` (sizes differ by 1)."""
-    for start, stop in shard_ranges(X.shape[0], m):
-        yield X[start:stop], y[start:stop]
+    """``m`` contiguous micro-batches of ``X, y``, a list of ``(X, y)``
+    (sizes differ by at most 1)."""
+    return [
+        (X[start:stop], y[start:stop])
+        for start, stop in shard_ranges(X.shape[0], m)
+    ]
 
 
 def add_gradients(sums, grads):

@@ -17,11 +17,9 @@ from mxnet import np
 from .checks import check_devices
 from .collectives import flat_view, run_schedule
 from .model import lenet
-from .optim import compute_grads
 from .schedules import all_gather_schedule, reduce_scatter_schedule
 from .splitting import shard_ranges, split_batch
-from .threads import thread_budget
-from .training import cross_entropy
+from .training import cores_per_device, cross_entropy, device_gradients
 
 
 def pack(arrays):
@@ -88,7 +86,8 @@ def init_zero_states(optimizer, device_params):
     return states
 
 
-def train_batch_zero(
+@cores_per_device
+def train_batch(
     X,
     y,
     device_params,
@@ -105,7 +104,7 @@ def train_batch_zero(
     device ``j`` with the summed gradient of chunk ``j``; device ``j``
     updates chunk ``j`` of its parameters with the state of chunk ``j``;
     a ring all-gather of the packed parameters gives every device all
-    updated chunks. Equals :func:`d2lpar.train_batch_optim` up to float
+    updated chunks. Equals :func:`d2lpar.optim.train_batch` up to float
     rounding, and keeps the replicas bit-identical.
 
     Parameters
@@ -126,18 +125,18 @@ def train_batch_zero(
     ValueError
         If replicas, states and devices are not one per device.
     """
-    thread_budget(devices)  # cores per device, as train_batch
-    check_devices(devices, 'train_batch_zero')
+    check_devices(devices, 'zero.train_batch')
     k = len(devices)
     if not len(device_params) == len(zero_states) == k:
         raise ValueError(
-            f'train_batch_zero: {len(device_params)} '
+            f'zero.train_batch: {len(device_params)} '
             f'replicas, {len(zero_states)} states and {k} '
             f'devices; make one of each per device '
             f'(init_zero_states(optimizer, device_params))'
         )
     X_shards, y_shards = split_batch(X, y, devices)
-    grads = compute_grads(X_shards, y_shards, device_params, net, loss)
+    device_gradients(X_shards, y_shards, device_params, net, loss)
+    grads = [[p.grad for p in params] for params in device_params]
     grad_bufs = [pack(g) for g in grads]  # (n,) on each device
     run_schedule(grad_bufs, reduce_scatter_schedule(k))
     param_bufs = [pack(params) for params in device_params]

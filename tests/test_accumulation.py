@@ -33,7 +33,9 @@ def union_step(group, device_params, devices):
 
 @pytest.mark.parametrize('k', [1, 2, 3])
 @pytest.mark.parametrize('reduce_every', [False, True])
-def test_accumulate_step_equals_the_step_on_the_union(k, reduce_every):
+def test_accumulation_train_batch_equals_the_step_on_the_union(
+    k, reduce_every
+):
     """Two steps, over minibatches of 12+11 and 7+12+9 examples (uneven
     on 2 and 3 devices), give train_batch's parameters on the
     concatenated batches (rtol 1e-5, atol 1e-6), reducing once or after
@@ -42,7 +44,7 @@ def test_accumulate_step_equals_the_step_on_the_union(k, reduce_every):
     groups = [batches[:2], batches[2:]]
 
     def ours(group, device_params, devices):
-        dp.accumulate_step(
+        dp.accumulation.train_batch(
             group, device_params, devices, LR, reduce_every=reduce_every
         )
 
@@ -59,7 +61,7 @@ def test_accumulation_reduces_once_per_step(reduce_every, calls):
     devices = [mx.cpu(0), mx.cpu(1)]
     start = dp.init_lenet_params(seed=1, scale=0.1)
     device_params = [dp.get_params(start, d) for d in devices]
-    n = dp.accumulate_step(
+    n = dp.accumulation.train_batch(
         make_batches(sizes=(4, 4, 4)),
         device_params,
         devices,
@@ -73,12 +75,12 @@ def test_accumulation_reduces_once_per_step(reduce_every, calls):
     assert counter.nbytes == model_bytes * calls // 8
 
 
-def test_accumulate_step_refuses_no_batches():
+def test_accumulation_train_batch_refuses_no_batches():
     """An empty list of minibatches is refused with what to pass."""
     devices = [mx.cpu(0)]
     params = [dp.get_params(dp.init_lenet_params(), devices[0])]
     with pytest.raises(ValueError, match='batches is empty'):
-        dp.accumulate_step([], params, devices, LR)
+        dp.accumulation.train_batch([], params, devices, LR)
 
 
 def test_lenet_activations_are_lenets_operators():

@@ -15,7 +15,7 @@ def run(k, sync, batches, seed=0):
     params, stats = bn.init_bn_mlp(seed)
     device_params, device_stats = bn.replicate_bn(params, stats, devices)
     for X, y in batches:
-        bn.train_batch_bn(
+        bn.train_batch(
             X, y, device_params, device_stats, devices, LR, sync=sync
         )
     return (

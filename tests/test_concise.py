@@ -36,14 +36,14 @@ def test_set_values_again_keeps_the_trainer_in_step():
         net.collect_params(), 'sgd', {'learning_rate': LR}, kvstore='device'
     )
     X, y = make_batches()[0]
-    dp.train_batch_concise(X, y, net, trainer, devices)
+    dp.concise.train_batch(X, y, net, trainer, devices)
     other = dp.init_lenet_params(2, 0.1)
     assert dp.set_lenet_params(net, other, devices) is net
     for d in devices:
         for got, want in zip(gluon_values(net, d), other):
             assert_array_equal(got, want.asnumpy())
     device_params = [dp.get_params(other, d) for d in devices]
-    dp.train_batch_concise(X, y, net, trainer, devices)
+    dp.concise.train_batch(X, y, net, trainer, devices)
     dp.train_batch(X, y, device_params, devices, LR)
     for got, want in zip(gluon_values(net, devices[1]), device_params[0]):
         assert_allclose(got, want.asnumpy(), rtol=1e-5, atol=1e-6)
@@ -62,7 +62,7 @@ def test_trainer_step_equals_train_batch(k):
     )
     device_params = [dp.get_params(start, d) for d in devices]
     for X, y in make_batches():
-        dp.train_batch_concise(X, y, net, trainer, devices)
+        dp.concise.train_batch(X, y, net, trainer, devices)
         dp.train_batch(X, y, device_params, devices, LR)
     for got, want in zip(gluon_values(net, devices[0]), device_params[0]):
         assert_allclose(got, want.asnumpy(), rtol=1e-5, atol=1e-6)

@@ -19,9 +19,7 @@ def run(k, optimizer, batches, check_identical=True):
     device_params = [dp.get_params(start, d) for d in devices]
     states = optim.init_states(optimizer, device_params)
     for X, y in batches:
-        optim.train_batch_optim(
-            X, y, device_params, states, devices, optimizer
-        )
+        optim.train_batch(X, y, device_params, states, devices, optimizer)
         if check_identical:
             for replica in device_params[1:]:
                 for p, q in zip(device_params[0], replica):
@@ -100,9 +98,7 @@ def test_replicas_stay_bit_identical_over_many_steps(make):
     optimizer = make()
     states = optim.init_states(optimizer, device_params)
     for X, y in make_batches(sizes=(9,) * 30, seed=3):
-        optim.train_batch_optim(
-            X, y, device_params, states, devices, optimizer
-        )
+        optim.train_batch(X, y, device_params, states, devices, optimizer)
     for i in (1, 2):
         for p, q in zip(device_params[0], device_params[i]):
             assert_array_equal(p.asnumpy(), q.asnumpy())
@@ -149,6 +145,4 @@ def test_bad_arguments_are_refused():
     device_params = [dp.get_params(dp.init_lenet_params(), d) for d in devices]
     X, y = make_batches(sizes=(4,))[0]
     with pytest.raises(ValueError, match='1 states and 2 devices'):
-        optim.train_batch_optim(
-            X, y, device_params, [[]], devices, optim.SGD(0.1)
-        )
+        optim.train_batch(X, y, device_params, [[]], devices, optim.SGD(0.1))

@@ -52,7 +52,7 @@ def test_step_equals_train_batch(options):
     ref = [dp.get_params(start, d) for d in devices]
     algorithm = options.get('algorithm', dp.allreduce)
     for X, y in make_batches(sizes=(12, 11, 7)):
-        overlap.train_batch_overlap(X, y, ours, devices, 0.5, **options)
+        overlap.train_batch(X, y, ours, devices, 0.5, **options)
         dp.train_batch(X, y, ref, devices, 0.5, algorithm=algorithm)
     for replica in ours:
         for p, q in zip(replica, ours[0]):

@@ -68,7 +68,7 @@ def test_detector_finds_local_batchnorm_statistics():
         params, stats = bn.init_bn_mlp(0)
         device_params, device_stats = bn.replicate_bn(params, stats, devices)
         for X, y in make_batches():
-            bn.train_batch_bn(
+            bn.train_batch(
                 X, y, device_params, device_stats, devices, 0.5, sync=sync
             )
         arrays = [p + s for p, s in zip(device_params, device_stats)]

@@ -85,8 +85,8 @@ def test_zero_step_equals_unsharded_step(k, make):
         for replica, reference in zip(sharded, full):
             for p, q in zip(replica, reference):
                 p[:] = q
-        zero.train_batch_zero(X, y, sharded, zstates, devices, optimizer)
-        optim.train_batch_optim(X, y, full, fstates, devices, optimizer)
+        zero.train_batch(X, y, sharded, zstates, devices, optimizer)
+        optim.train_batch(X, y, full, fstates, devices, optimizer)
         for replica in sharded[1:]:
             for p, q in zip(sharded[0], replica):
                 assert_array_equal(p.asnumpy(), q.asnumpy())
@@ -138,6 +138,4 @@ def test_mismatched_states_are_refused():
     devices, device_params = replicas(2)
     X, y = make_batches(sizes=(4,))[0]
     with pytest.raises(ValueError, match='1 states and 2 devices'):
-        zero.train_batch_zero(
-            X, y, device_params, [[{}]], devices, optim.SGD(0.1)
-        )
+        zero.train_batch(X, y, device_params, [[{}]], devices, optim.SGD(0.1))

@@ -12,7 +12,7 @@ def time_resnet18(num_devices, per_device=32, steps=2, seed=0):
     """Seconds per image of a data-parallel ResNet-18 step, in this process.
 
     Gluon's ``resnet18_v1`` (10 classes) on random 28x28 images, trained
-    with :func:`d2lpar.train_batch_concise` and a ``'device'`` kvstore.
+    with :func:`d2lpar.concise.train_batch` and a ``'device'`` kvstore.
     The first step allocates memory and is not timed; each timed step
     is ended by ``npx.waitall()`` (:func:`d2lpar.bench.timing.seconds_each`).
 
@@ -61,7 +61,7 @@ def time_resnet18(num_devices, per_device=32, steps=2, seed=0):
     X = np.array(rng.uniform(size=(batch, 1, 28, 28)), dtype='float32')
     y = np.array(rng.integers(0, 10, batch), dtype='int32')
     times = seconds_each(
-        lambda: dp.train_batch_concise(X, y, net, trainer, devices),
+        lambda: dp.concise.train_batch(X, y, net, trainer, devices),
         repeats=steps,
         warmup=1,
     )

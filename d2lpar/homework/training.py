@@ -1,14 +1,16 @@
 """Checks for a student's train_batch and gradient accumulation."""
 
-# d2l pins numpy 1.23.5; its helpers are written out in _d2l.
-from mxnet import autograd, np
+from mxnet import np
 
-from .. import _d2l as d2l
-from ..collectives import allreduce
 from ..model import lenet
 from ..parameters import get_params
-from ..splitting import shard_sizes, split_batch
-from ..training import cross_entropy
+from ..training import (
+    accumulate_gradients,
+    cross_entropy,
+    micro_batches,
+    sgd,
+    sum_gradients,
+)
 from .report import call, run_cases
 from .steps import (
     LR,
@@ -82,15 +84,6 @@ def check_train_batch(fn):
     return run_cases('check_train_batch', fn, train_cases(), _train_case)
 
 
-def micro_batches(X, y, accumulate):
-    """``accumulate`` contiguous micro-batches of sizes differing by <= 1."""
-    out, begin = [], 0
-    for size in shard_sizes(X.shape[0], accumulate):
-        out.append((X[begin : begin + size], y[begin : begin + size]))
-        begin += size
-    return out
-
-
 def train_batch_accumulate(
     X,
     y,
@@ -106,9 +99,12 @@ def train_batch_accumulate(
     The reference of :func:`check_grad_accumulation`. The batch is cut
     into ``accumulate`` micro-batches; each is split over the devices
     and its gradient added to a running sum per device; one allreduce
-    of the sums and one update dividing by the whole batch size follow.
-    The result equals :func:`d2lpar.train_batch` on the whole batch,
-    with the memory of one micro-batch.
+    of the sums and one update dividing by the whole batch size follow
+    (the library's :func:`d2lpar.training.accumulate_gradients`,
+    :func:`d2lpar.training.sum_gradients` and
+    :func:`d2lpar.training.sgd`). The result equals
+    :func:`d2lpar.train_batch` on the whole batch, with the memory of
+    one micro-batch.
 
     Parameters
     ----------
@@ -128,25 +124,11 @@ def train_batch_accumulate(
             f'cannot make {accumulate} micro-batches of at '
             f'least {len(devices)}; use fewer micro-batches'
         )
-    sums = [[np.zeros_like(p) for p in params] for params in device_params]
-    for X_micro, y_micro in micro_batches(X, y, accumulate):
-        X_shards, y_shards = split_batch(X_micro, y_micro, devices)
-        with autograd.record():
-            ls = [
-                loss(net(Xs, params), ys).sum()
-                for Xs, ys, params in zip(X_shards, y_shards, device_params)
-            ]
-        for l in ls:
-            l.backward()  # overwrites .grad: hence the running sums
-        for params, acc in zip(device_params, sums):
-            for p, s in zip(params, acc):
-                s += p.grad
-    for j in range(len(sums[0])):
-        allreduce([acc[j] for acc in sums])
-    for params, acc in zip(device_params, sums):
-        for p, s in zip(params, acc):
-            p.grad[:] = s
-        d2l.sgd(params, lr, X.shape[0])
+    accumulate_gradients(
+        micro_batches(X, y, accumulate), device_params, devices, net, loss
+    )
+    sum_gradients(device_params)
+    sgd(device_params, lr, X.shape[0])
 
 
 def _accumulation_mistakes(before, X, y, accumulate):
