@@ -60,24 +60,24 @@ def d2l_allreduce(data):
 
 
 def d2l_train_batch(X, y, device_params, devices, lr):
-    """d2l's chapter step, written here (its allreduce, its split)."""
-    from mxnet import autograd, gluon
+    """d2l's chapter step, written here (its allreduce, its split).
+
+    The forward and backward pass are the library's
+    (:func:`d2lpar.training.device_gradients`, which sets no thread
+    budget: this path keeps the threads chosen for it). d2l's
+    backpropagates each device's per-example losses, which gives the
+    gradient of their sum: the same arrays.
+    """
+    from mxnet import gluon
 
     # d2l's sgd as written out in the library: the benchmark (which the
     # training chapter runs) must work where d2l is not installed.
     from .. import _d2l as d2l
-    from ..model import lenet
-    from ..training import cross_entropy
+    from ..training import device_gradients
 
     X_shards = gluon.utils.split_and_load(X, devices)
     y_shards = gluon.utils.split_and_load(y, devices)
-    with autograd.record():
-        ls = [
-            cross_entropy(lenet(X_s, W), y_s)
-            for X_s, y_s, W in zip(X_shards, y_shards, device_params)
-        ]
-    for l in ls:
-        l.backward()
+    device_gradients(X_shards, y_shards, device_params)
     for i in range(len(device_params[0])):
         d2l_allreduce([device_params[c][i].grad for c in range(len(devices))])
     for params in device_params:
