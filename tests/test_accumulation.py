@@ -96,3 +96,24 @@ def test_lenet_activations_are_lenets_operators():
     assert shapes['conv2'] == (5, 50, 9, 9)
     assert shapes['pool2'] == (5, 50, 4, 4)
     assert shapes['dense3'] == (5, 128)
+
+
+@pytest.mark.parametrize('k, m', [(1, 3), (2, 2), (3, 2)])
+def test_accumulation_train_batch_is_train_batch_accumulate(k, m):
+    """Given train_batch's own micro-batches, accumulation.train_batch
+    takes train_batch(accumulate=m)'s step bit for bit: both run the one
+    accumulation loop (training.accumulate_gradients), one sum, one
+    update. Batches of 12, 11 and 7 examples split unevenly."""
+    batches = make_batches(sizes=(12, 11, 7))
+
+    def micro(group, device_params, devices):
+        X, y = group
+        accumulation.train_batch(
+            dp.training.micro_batches(X, y, m), device_params, devices, LR
+        )
+
+    def whole(group, device_params, devices):
+        dp.train_batch(*group, device_params, devices, LR, accumulate=m)
+
+    for g, w in zip(run(k, batches, micro), run(k, batches, whole)):
+        assert_array_equal(g, w)

@@ -109,3 +109,25 @@ def test_local_sgd_syncs_and_bytes(isolated_data, H, syncs):
     assert (result.steps, result.syncs) == (6, syncs)
     assert result.bytes_sent == syncs * per_sync
     assert len(result.drift) == syncs
+
+
+@pytest.mark.parametrize('k', [2, 3])
+def test_local_step_is_train_batch_on_each_shard_alone(k):
+    """A local SGD step leaves replica j exactly where train_batch on one
+    device puts it, given only shard j: the same gradients
+    (training.device_gradients) and update (training.sgd), bit for bit,
+    with no communication between the devices."""
+    X, y = make_batches(sizes=(11,))[0]
+    devices, local = replicas(k)
+    averaging.local_sgd_step(X, y, local, devices, LR)
+    start = dp.init_lenet_params(seed=1, scale=0.1)
+    X_shards, y_shards = dp.split_batch(X, y, devices)
+    for d, Xs, ys, replica in zip(devices, X_shards, y_shards, local):
+        alone = dp.get_params(start, d)
+        dp.train_batch(Xs, ys, [alone], [d], LR)
+        for p, q in zip(replica, alone):
+            assert_array_equal(p.asnumpy(), q.asnumpy())
+    # the replicas took different steps: no sum reached them
+    assert any(
+        (p.asnumpy() != q.asnumpy()).any() for p, q in zip(local[0], local[1])
+    )

@@ -7,6 +7,7 @@ import pytest
 from conftest import LR, make_batches
 from numpy.testing import assert_allclose, assert_array_equal
 
+import d2lpar as dp
 from d2lpar import batchnorm as bn
 
 
@@ -89,3 +90,27 @@ def test_evaluate_bn_uses_the_running_statistics():
     acc = bn.evaluate_bn(params, stats, [(X, y)], mx.cpu(0))
     logits = bn.bn_mlp(X, params, stats).asnumpy()
     assert acc == (logits.argmax(axis=1) == y.asnumpy()).mean()
+
+
+@pytest.mark.parametrize('k', [1, 3])
+def test_local_bn_step_is_train_batch_with_each_shards_moments(k):
+    """Local BatchNorm is a per-device network (each shard normalised
+    with its own moments), so batchnorm.train_batch with sync=False
+    equals dp.train_batch given that network, bit for bit: one skeleton
+    (training.device_gradients, sum_gradients, sgd) under both."""
+
+    def local_bn(X, params):
+        h = dp.model.dense(X.reshape(X.shape[0], -1), params[0])
+        return bn._head(h, params, bn._moments([h], sync=False)[0])
+
+    devices = [mx.cpu(i) for i in range(k)]
+    params, stats = bn.init_bn_mlp(0)
+    ours, device_stats = bn.replicate_bn(params, stats, devices)
+    want = [dp.get_params(params, d) for d in devices]
+    for X, y in make_batches():
+        bn.train_batch(X, y, ours, device_stats, devices, LR)
+        dp.train_batch(X, y, want, devices, LR, net=local_bn)
+    for p, q in zip(ours[0], want[0]):
+        assert_array_equal(p.asnumpy(), q.asnumpy())
+    assert largest_gap([p.asnumpy() for p in ours[0]],
+                       [p.asnumpy() for p in params]) > 1e-3  # fmt: skip

@@ -6,6 +6,7 @@ from conftest import (
     assert_names_only,
     assert_passes,
     bug_ids,
+    make_batches,
     shard_grads,
     stub_none,
 )
@@ -174,3 +175,22 @@ def test_reference_passes(check, fn):
     """The library's train_batch and the homework's accumulating step
     pass every case."""
     assert_passes(check, fn)
+
+
+@pytest.mark.parametrize('k, m', [(1, 2), (2, 3), (3, 2)])
+def test_reference_accumulation_is_train_batch_accumulate(k, m):
+    """The homework's reference accumulates with the library's loop
+    (training.accumulate_gradients), so it takes
+    dp.train_batch(accumulate=m)'s step bit for bit, on 13 examples
+    that split unevenly."""
+    X, y = make_batches(sizes=(13,))[0]
+    devices = dp.devices(k)
+    start = dp.init_lenet_params(seed=2, scale=0.1)
+    ours = [dp.get_params(start, d) for d in devices]
+    want = [dp.get_params(start, d) for d in devices]
+    reference.train_batch_accumulate(X, y, ours, devices, 0.5, accumulate=m)
+    dp.train_batch(X, y, want, devices, 0.5, accumulate=m)
+    for replica, wanted in zip(ours, want):
+        for p, q in zip(replica, wanted):
+            assert (p.asnumpy() == q.asnumpy()).all()
+    assert (ours[0][0].asnumpy() != start[0].asnumpy()).any()

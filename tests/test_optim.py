@@ -146,3 +146,24 @@ def test_bad_arguments_are_refused():
     X, y = make_batches(sizes=(4,))[0]
     with pytest.raises(ValueError, match='1 states and 2 devices'):
         optim.train_batch(X, y, device_params, [[]], devices, optim.SGD(0.1))
+
+
+@pytest.mark.parametrize('k', [1, 3])
+def test_plain_sgd_step_is_train_batch(k):
+    """optim.train_batch with plain SGD is train_batch's step: the same
+    gradients and sum (training.device_gradients, sum_gradients); only
+    the update multiplies lr by g / n instead of dividing lr * g by n,
+    one rounding apart (rtol 1e-6, atol 1e-7), on shards of 12, 11, 7
+    and 12 examples. Losing a device's gradient or dividing by a shard
+    size would move the parameters by far more."""
+    batches = make_batches()
+    got = run(k, optim.SGD(0.5), batches)
+    devices = [mx.cpu(i) for i in range(k)]
+    start = dp.init_lenet_params(seed=1, scale=0.1)
+    want = [dp.get_params(start, d) for d in devices]
+    for X, y in batches:
+        dp.train_batch(X, y, want, devices, 0.5)
+    moved = max(onp.abs(g - s.asnumpy()).max() for g, s in zip(got, start))
+    assert moved > 1e-3
+    for g, w in zip(got, want[0]):
+        assert_allclose(g, w.asnumpy(), rtol=1e-6, atol=1e-7)
