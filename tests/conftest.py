@@ -1,12 +1,15 @@
 """Shared helpers: small IDX files written by the tests, isolated paths,
-fresh interpreters, random batches, and the pieces the homework checks'
-tests share (a per-device backward, a stub, a correct tree allreduce)."""
+fresh interpreters, random batches, the pieces the homework checks'
+tests share (a per-device backward, a stub, a correct tree allreduce),
+and running a notebook in another venv."""
 
 import gzip
 import os
+import pathlib
 import subprocess
 import sys
 import textwrap
+import time
 
 import matplotlib
 import numpy as onp
@@ -18,6 +21,8 @@ matplotlib.use('Agg')  # tests draw figures without a screen
 import d2lpar as dp  # noqa: E402
 from d2lpar.data import DEBIAN_DIR as REAL_DIR  # noqa: E402
 from d2lpar.idx import FILES, IMAGE_MAGIC, LABEL_MAGIC, encode_idx  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 # The file names and the encoding are the library's, never retyped here.
 NAMES = FILES
@@ -162,3 +167,69 @@ def assert_passes(check, fn):
 def bug_ids(bugs):
     """Test ids for ``(check, bug, code)`` rows: ``check-code``."""
     return [f'{check.__name__}-{code}' for check, _, code in bugs]
+
+
+# ------------------------------------------------ notebooks in a venv
+
+# Executes a notebook in place: python -c RUN_NOTEBOOK NOTEBOOK WORKDIR.
+RUN_NOTEBOOK = """
+import sys, nbformat
+from nbclient import NotebookClient
+nb = nbformat.read(sys.argv[1], as_version=4)
+NotebookClient(nb, timeout=900, kernel_name='python3',
+               resources={'metadata': {'path': sys.argv[2]}}).execute()
+nbformat.write(nb, sys.argv[1])
+"""
+
+
+def plain_venv():
+    """The student's venv, or a skip saying how to make it."""
+    given = os.environ.get('D2LPAR_PLAIN_VENV')
+    venv = pathlib.Path(given or ROOT / '.venv-plain').resolve()
+    if not (venv / 'bin' / 'python').exists():
+        if given:  # asked for explicitly (make test-notebooks): a failure
+            pytest.fail(
+                f'D2LPAR_PLAIN_VENV={given} has no bin/python; '
+                f'run scripts/setup-venv.sh --plain {given}'
+            )
+        pytest.skip(
+            f'no plain venv at {venv}; make test-notebooks '
+            f'creates it (pip install ".[cpu,notebook]")'
+        )
+    return venv
+
+
+def venv_env(venv, **extra):
+    """The environment for a command run in ``venv``: its ``bin`` first
+    on PATH, D2LPAR_QUICK=1, none of this process's PYTHONPATH,
+    MPLBACKEND, VIRTUAL_ENV or PIP_* settings, then ``extra``."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ('PYTHONPATH', 'MPLBACKEND', 'VIRTUAL_ENV')
+        and not k.startswith('PIP_')
+    }
+    env.update(
+        D2LPAR_QUICK='1',
+        PATH=f'{venv / "bin"}{os.pathsep}{env.get("PATH", "")}',
+        **extra,
+    )
+    return env
+
+
+def run_notebook(venv, notebook, env, timeout=1200):
+    """Execute ``notebook`` in place with ``venv``'s Python, in its own
+    folder; print its seconds, and fail showing its stderr if it fails."""
+    notebook = pathlib.Path(notebook)
+    start = time.monotonic()
+    done = subprocess.run(
+        [str(venv / 'bin' / 'python'), '-c', RUN_NOTEBOOK, str(notebook)]
+        + [str(notebook.parent)],
+        cwd=notebook.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    print(f'{notebook.stem}: {time.monotonic() - start:.0f} s')
+    assert done.returncode == 0, done.stderr[-4000:]

@@ -15,13 +15,12 @@ import builtins
 import os
 import pathlib
 import re
-import subprocess
 import sys
-import time
 
 import jupytext
 import nbformat
 import pytest
+from conftest import plain_venv, run_notebook, venv_env
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'scripts'))
@@ -41,38 +40,12 @@ SPHINX_ONLY = (
     ':class: dropdown',
 )
 
-RUN = """
-import sys, nbformat
-from nbclient import NotebookClient
-nb = nbformat.read(sys.argv[1], as_version=4)
-NotebookClient(nb, timeout=900, kernel_name='python3',
-               resources={'metadata': {'path': sys.argv[2]}}).execute()
-nbformat.write(nb, sys.argv[1])
-"""
-
 
 def wanted(chapter):
     """D2LPAR_NOTEBOOKS=training,concise runs only those (default all)."""
     names = os.environ.get('D2LPAR_NOTEBOOKS', '')
     if names and chapter not in names.split(','):
         pytest.skip(f'{chapter} not in D2LPAR_NOTEBOOKS={names}')
-
-
-def plain_venv():
-    """The student's venv, or a skip saying how to make it."""
-    given = os.environ.get('D2LPAR_PLAIN_VENV')
-    venv = pathlib.Path(given or ROOT / '.venv-plain').resolve()
-    if not (venv / 'bin' / 'python').exists():
-        if given:  # asked for explicitly (make test-notebooks): a failure
-            pytest.fail(
-                f'D2LPAR_PLAIN_VENV={given} has no bin/python; '
-                f'run scripts/setup-venv.sh --plain {given}'
-            )
-        pytest.skip(
-            f'no plain venv at {venv}; make test-notebooks '
-            f'creates it (pip install ".[cpu,notebook]")'
-        )
-    return venv
 
 
 def md_code_cells(chapter):
@@ -315,26 +288,7 @@ def test_notebook_runs_in_plain_jupyter(chapter, tmp_path):
     venv = plain_venv()
     path = tmp_path / f'{chapter}.ipynb'
     chapter_notebook.main(str(ROOT / 'book' / f'{chapter}.md'), str(path))
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ('PYTHONPATH', 'MPLBACKEND', 'VIRTUAL_ENV')
-    }
-    env.update(
-        D2LPAR_QUICK='1',
-        PATH=f'{venv / "bin"}{os.pathsep}{env.get("PATH", "")}',
-    )
-    start = time.monotonic()
-    done = subprocess.run(
-        [str(venv / 'bin' / 'python'), '-c', RUN, str(path), str(tmp_path)],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
-    print(f'{chapter}: {time.monotonic() - start:.0f} s')
-    assert done.returncode == 0, done.stderr[-4000:]
+    run_notebook(venv, path, venv_env(venv))
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
         if 'source' in cell.metadata.get('tags', []):

@@ -14,11 +14,11 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 import zipfile
 
 import nbformat
 import pytest
+from conftest import plain_venv, run_notebook, venv_env
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'scripts'))
@@ -116,8 +116,6 @@ def student_site_packages(tmp_path):
     """The student venv's packages (make test-notebooks installed them
     from the index), without its own d2lpar: a folder of links to
     them, which the fresh venv reads through a .pth file."""
-    from test_install_notebooks import plain_venv
-
     venv = plain_venv()
     found = list(venv.glob('lib/python3.*/site-packages'))
     assert len(found) == 1, found
@@ -163,18 +161,7 @@ def test_served_wheel_installs_and_runs_a_notebook(tmp_path):
     work.mkdir()
     shutil.copy(wheel, work)
     shutil.copy(notebook, work)
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ('PYTHONPATH', 'MPLBACKEND', 'VIRTUAL_ENV')
-        and not k.startswith('PIP_')
-    }
-    env.update(
-        D2LPAR_QUICK='1',
-        PATH=f'{fresh / "bin"}{os.pathsep}{env.get("PATH", "")}',
-        PIP_NO_INDEX='1',
-        PIP_CONFIG_FILE=os.devnull,
-    )
+    env = venv_env(fresh, PIP_NO_INDEX='1', PIP_CONFIG_FILE=os.devnull)
     pip = command.split()  # pip install "./d2lpar-...whl[cpu,notebook]"
     assert pip[:2] == ['pip', 'install'] and len(pip) == 3, command
     done = subprocess.run(
@@ -206,25 +193,7 @@ def test_served_wheel_installs_and_runs_a_notebook(tmp_path):
         check=True,
     ).stdout.strip()
     assert where.startswith(str(site)), where
-    from test_install_notebooks import RUN
-
-    start = time.monotonic()
-    run = subprocess.run(
-        [
-            str(fresh / 'bin' / 'python'),
-            '-c',
-            RUN,
-            str(work / notebook.name),
-            str(work),
-        ],
-        cwd=work,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
-    print(f'{CHAPTER}: {time.monotonic() - start:.0f} s')
-    assert run.returncode == 0, run.stderr[-4000:]
+    run_notebook(fresh, work / notebook.name, env)
     ran = nbformat.read(work / notebook.name, as_version=4)
     outputs = [
         o for c in ran.cells if c.cell_type == 'code' for o in c.outputs
