@@ -20,8 +20,8 @@ Main functions, by chapter (help(dp.NAME) for each):
   Communication      ring_allreduce, run_schedule, bucketed_allreduce,
                      kvstore_allreduce, schedules, costmodel
   Concise            gluon_lenet, set_lenet_params, train_concise
-  Multiprocess       dist (launch, worker, engines); the command line
-                     python -m d2lpar {train,worker,launch,bench}
+  Multiprocess       multiprocess (launch, run_worker, engines); the
+                     command line python -m d2lpar {train,worker,launch,bench}
   Your own loop      epochs.run_epochs (the loop train uses), checks
   The book           book_settings, glue_text, figures, bench
 
@@ -93,7 +93,7 @@ __all__ = [
     'bench',
     'checks',
     'costmodel',
-    'dist',
+    'multiprocess',
     'epochs',
     'figures',
     'schedules',
@@ -257,7 +257,7 @@ __all__ += ['ThreadBudgetWarning', 'thread_budget', 'worker_threads']
 # None for the module itself).
 _LAZY = {
     'bench': ('.bench', None),
-    'dist': ('.dist', None),
+    'multiprocess': ('.multiprocess', None),
     'homework': ('.homework', None),
     'figures': ('.figures', None),
     'draw_parallelism_schemes': ('.figures', 'draw_parallelism_schemes'),

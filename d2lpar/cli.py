@@ -98,7 +98,7 @@ def _train_parser(commands):
 
 
 def _worker_parser(commands):
-    from .dist.engines import ENGINES, KVSTORES
+    from .multiprocess.engines import ENGINES, KVSTORES
 
     w = commands.add_parser(
         'worker',
@@ -140,7 +140,7 @@ def _worker_parser(commands):
 
 
 def _launch_parser(commands):
-    from .dist.engines import KVSTORES
+    from .multiprocess.engines import KVSTORES
 
     la = commands.add_parser('launch', help='run workers on ps-lite')
     la.add_argument('--workers', type=int, default=2)
@@ -327,8 +327,8 @@ def _train(args):
 
 
 def _worker(args):
-    from .dist.engines import EngineError
-    from .dist.worker import run_worker
+    from .multiprocess.engines import EngineError
+    from .multiprocess.worker import run_worker
 
     try:
         run_worker(
@@ -352,13 +352,13 @@ def _worker(args):
 
 
 def _launch(args):
-    from .dist.launch import launch
+    from .multiprocess.launcher import launch
 
     command = args.worker_command
     if command[:1] == ['--']:  # only the separator, not the command's own
         command = command[1:]
     if args.hosts == 2:
-        from .dist.netem import EmulatedHosts
+        from .multiprocess.netem import EmulatedHosts
 
         with EmulatedHosts(args.rate) as net:
             status = launch(
@@ -378,7 +378,7 @@ def _launch(args):
     if args.rate:
         # Run this same launch again inside a namespace whose loopback
         # is limited to the rate.
-        from .dist.loopback import run_counting_bytes
+        from .multiprocess.loopback import run_counting_bytes
 
         inner = [
             sys.executable,

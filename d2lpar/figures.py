@@ -435,7 +435,7 @@ def plot_network(rows):
     matplotlib.figure.Figure
     """
     from .bench.network import setup_name
-    from .dist.netem import parse_rate
+    from .multiprocess.netem import parse_rate
 
     fig, ax = plt.subplots(figsize=(8, 3.4))
     names = list(dict.fromkeys(setup_name(r) for r in rows))

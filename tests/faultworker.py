@@ -3,13 +3,13 @@
 ``python faultworker.py RANK STEP -- WORKER_ARGS...`` runs
 ``python -m d2lpar worker WORKER_ARGS`` but makes rank ``RANK`` raise at
 its training step ``STEP`` (counted from 0 over all epochs), after every
-earlier step and checkpoint. Used by ``test_dist_faults.py``.
+earlier step and checkpoint. Used by ``test_multiprocess_faults.py``.
 """
 
 import sys
 
 from d2lpar.cli import main
-from d2lpar.dist import worker
+from d2lpar.multiprocess import worker
 
 
 def inject(rank, step):

@@ -1,5 +1,5 @@
 """The API page's promise: every name it documents is reached from
-``import d2lpar as dp`` by attributes alone (``dp.dist.launch.launch``),
+``import d2lpar as dp`` by attributes alone (``dp.multiprocess.launch``),
 with no submodule import of its own."""
 
 import os

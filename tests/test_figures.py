@@ -4,7 +4,7 @@ import matplotlib.pyplot as plt
 from matplotlib.patches import Rectangle
 
 import d2lpar as dp
-from d2lpar.dist.netem import parse_rate
+from d2lpar.multiprocess.netem import parse_rate
 
 
 def test_parallelism_schemes_has_three_panels():

@@ -18,14 +18,14 @@ def pyproject():
 
 
 def test_every_subpackage_is_installed():
-    """The package list of pyproject.toml covers bench/, dist/ and any
+    """The package list of pyproject.toml covers bench/, multiprocess/ and any
     other subpackage, so a non-editable install imports them."""
     patterns = pyproject()['tool']['setuptools']['packages']['find']['include']
     packages = [
         '.'.join(p.parent.relative_to(ROOT).parts)
         for p in (ROOT / 'd2lpar').rglob('__init__.py')
     ]
-    assert 'd2lpar.dist' in packages and 'd2lpar.bench' in packages
+    assert 'd2lpar.multiprocess' in packages and 'd2lpar.bench' in packages
     for package in packages:
         assert any(fnmatch.fnmatch(package, pat) for pat in patterns), package
 

@@ -17,7 +17,7 @@ PACKAGE = ROOT / 'd2lpar'
 OPTIONAL = (
     'matplotlib',
     'd2lpar.bench',
-    'd2lpar.dist',
+    'd2lpar.multiprocess',
     'd2lpar.homework',
     'd2lpar.figures',
 )
@@ -52,7 +52,7 @@ def test_import_loads_no_optional_part():
     [
         ('dp.plot_split', ['matplotlib', 'd2lpar.figures']),
         ('dp.check_allreduce', ['d2lpar.homework']),
-        ('dp.dist.launch', ['d2lpar.dist']),
+        ('dp.multiprocess.launch', ['d2lpar.multiprocess']),
     ],
 )
 def test_first_use_loads_the_part(use, loads):

@@ -10,7 +10,7 @@ from conftest import write_fashion_dir
 from numpy.testing import assert_allclose
 
 import d2lpar as dp
-from d2lpar.dist.checkpoint import load_checkpoint
+from d2lpar.multiprocess.checkpoint import load_checkpoint
 
 
 def check_equals_one_process(run, tmp_path):

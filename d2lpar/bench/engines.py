@@ -1,7 +1,7 @@
 """Parameter server vs Horovod: step time and bytes on loopback.
 
 ``python -m d2lpar bench engines`` runs the same worker
-(:func:`d2lpar.dist.worker.run_worker`) on each engine, twice: a short and a
+(:func:`d2lpar.multiprocess.run_worker`) on each engine, twice: a short and a
 longer job. The difference between the two removes everything that does
 not grow with the number of steps (start-up, the initial broadcast,
 evaluation), so what is left is the cost of one training step. With
@@ -16,11 +16,11 @@ import shutil
 import sys
 import tempfile
 
-from ..dist import netem
-from ..dist.engines import ENGINES
-from ..dist.launch import launch
-from ..dist.loopback import run_counting_bytes, run_with_env
 from ..model import LENET_SHAPES
+from ..multiprocess import netem
+from ..multiprocess.engines import ENGINES
+from ..multiprocess.launcher import launch
+from ..multiprocess.loopback import run_counting_bytes, run_with_env
 
 PY = sys.executable
 
@@ -62,9 +62,9 @@ def engine_command(
     timeout : float, optional
         The launcher's time limit (parameter server).
     servers : int, optional
-    hosts : list of d2lpar.dist.netem.Host, optional
+    hosts : list of d2lpar.multiprocess.Host, optional
         Horovod: the hosts for ``-H`` (workers dealt evenly), reached
-        over their :data:`d2lpar.dist.netem.DEVICE`; default this one.
+        over their :data:`d2lpar.multiprocess.netem.DEVICE`; default this one.
 
     Returns
     -------

@@ -1,19 +1,19 @@
 """Step time on an emulated network, beside the cost model's prediction.
 
-``python -m d2lpar bench engines --rate 100mbit`` (and the chapter on
-several hosts) runs the jobs of :mod:`d2lpar.bench.engines` on a network
-limited by :mod:`d2lpar.dist.netem`, on one host or on two emulated
-hosts, and sets each measured step beside what :mod:`d2lpar.costmodel`
-predicts from the bytes each placement sends.
+``python -m d2lpar bench engines --rate 100mbit`` (and
+:doc:`/book/several-hosts`) runs the jobs of :mod:`d2lpar.bench.engines`
+on a network limited by :mod:`d2lpar.multiprocess.netem`, on one host or
+on two emulated hosts, and sets each measured step beside what
+:mod:`d2lpar.costmodel` predicts from the bytes each placement sends.
 """
 
 from mxnet import npx
 
 from ..costmodel import allreduce_time
 from ..data import load_fashion_mnist
-from ..dist import netem
-from ..dist.worker import worker_step
 from ..model import LENET_SHAPES, init_lenet_params
+from ..multiprocess import netem
+from ..multiprocess.worker import worker_step
 from ..parameters import get_params
 from ..threads import share_cores
 from .engines import gradient_bytes, run_job
@@ -33,7 +33,7 @@ class _Alone:
 def compute_seconds(batch_size=64, steps=20, workers=2):
     """Seconds of one worker's step without communication.
 
-    The same :func:`d2lpar.dist.worker.worker_step`, on a minibatch of
+    The same :func:`d2lpar.multiprocess.worker_step`, on a minibatch of
     ``batch_size``, with an engine that does not communicate, in a fresh
     process whose ``cpu(0)`` has the threads each of ``workers`` workers
     gets (:func:`d2lpar.threads.share_cores`), timed step by step
@@ -128,7 +128,7 @@ def placed_transfer(servers, bandwidth, hosts=2, workers=2, latency=50e-6):
     """Seconds of a parameter-server step's transfers, array by array.
 
     Server ``s`` and worker ``w`` sit on hosts ``s % hosts`` and
-    ``w % hosts`` (:func:`d2lpar.dist.launch.job_plan`). In the push
+    ``w % hosts`` (:func:`d2lpar.multiprocess.job_plan`). In the push
     phase each host's link sends the bytes its workers push to servers
     on other hosts; in the pull phase the same bytes come back. The
     busiest link of each phase sets its pace, as in the cost model, but
@@ -206,7 +206,7 @@ def measure_network(
     ------
     RuntimeError
         Where this machine cannot emulate the network (see
-        :func:`d2lpar.dist.netem.why_not`), or a job fails.
+        :func:`d2lpar.multiprocess.why_not`), or a job fails.
     """
     for rate in rates:
         netem.parse_rate(rate)  # a typo fails here, not in a job

@@ -1,6 +1,6 @@
 """How the workers of a multi-process job exchange arrays.
 
-The worker (:mod:`d2lpar.dist.worker`) needs only three things from its
+The worker (:mod:`d2lpar.multiprocess.worker`) needs only three things from its
 communication engine: its rank among the workers, a broadcast of rank 0's
 initial values, and a sum of arrays over all workers. MXNet's parameter
 server (ps-lite, through the kvstore) and Horovod (ring all-reduce over
@@ -32,7 +32,7 @@ KVSTORES = {
 # ps-lite's Finalize, a barrier that waits for every other worker: freed
 # while an exception unwinds (the other workers still training), it would
 # block this process forever. Kept here, it is freed only at interpreter
-# shutdown, which a failed worker skips (see d2lpar.dist.guard).
+# shutdown, which a failed worker skips (see d2lpar.multiprocess.guard).
 _KEEP_ALIVE = []
 
 
@@ -43,7 +43,7 @@ class EngineError(RuntimeError):
 class ParameterServer:
     """MXNet's distributed kvstore: workers push to servers, then pull.
 
-    Started by :func:`d2lpar.dist.launch.launch`, which sets the ``DMLC_*``
+    Started by :func:`d2lpar.multiprocess.launch`, which sets the ``DMLC_*``
     variables ps-lite reads.
 
     Parameters

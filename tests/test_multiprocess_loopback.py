@@ -3,7 +3,7 @@
 import sys
 import time
 
-from d2lpar.dist import loopback
+from d2lpar.multiprocess import loopback
 
 SEND = """
 import socket, sys

@@ -1,4 +1,4 @@
-"""d2lpar.dist.netem: rates, the token bucket, hosts joined by a
+"""d2lpar.multiprocess.netem: rates, the token bucket, hosts joined by a
 rate-limited link, and the job plan that places processes on them."""
 
 import sys
@@ -6,8 +6,8 @@ import sys
 import pytest
 
 from d2lpar.bench import engines as be
-from d2lpar.dist import loopback, netem
-from d2lpar.dist.launch import job_plan
+from d2lpar.multiprocess import loopback, netem
+from d2lpar.multiprocess.launcher import job_plan
 
 SEND = """
 import socket, sys, threading, time

@@ -13,7 +13,7 @@ import pytest
 from conftest import write_fashion_dir
 
 import d2lpar as dp
-from d2lpar.dist.checkpoint import load_checkpoint
+from d2lpar.multiprocess.checkpoint import load_checkpoint
 
 pytestmark = pytest.mark.slow
 PY = sys.executable

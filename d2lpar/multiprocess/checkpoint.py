@@ -1,6 +1,6 @@
 """Checkpoints of a multi-process job: written atomically, checked on load.
 
-Rank 0 of :func:`d2lpar.dist.worker.run_worker` saves one after every
+Rank 0 of :func:`d2lpar.multiprocess.run_worker` saves one after every
 epoch (``--save-to``) and reads it back on ``--resume``. Besides the
 arrays a checkpoint records the finished epoch, the job's number of
 workers and the arrays' shapes, so that a job of another size or another

@@ -13,7 +13,7 @@ from conftest import IMAGE_MAGIC, LABEL_MAGIC, NAMES, idx_bytes, write_gz
 from numpy.testing import assert_allclose
 
 import d2lpar as dp
-from d2lpar.dist.checkpoint import load_checkpoint
+from d2lpar.multiprocess.checkpoint import load_checkpoint
 
 pytestmark = pytest.mark.slow
 PY = sys.executable

@@ -21,7 +21,7 @@ from workerjobs import (
 import d2lpar as dp
 from d2lpar.bench import engines as be
 from d2lpar.costmodel import engine_bytes
-from d2lpar.dist.checkpoint import load_checkpoint
+from d2lpar.multiprocess.checkpoint import load_checkpoint
 
 pytestmark = pytest.mark.horovod
 PY = sys.executable
@@ -166,7 +166,7 @@ def test_signal_to_the_wrapper_stops_every_horovod_process(tmp_path, sig):
     args = ['--epochs', '100000', '--batch-size', '16', '--data', str(root)]
     code = (
         'from d2lpar.bench.engines import engine_command\n'
-        'from d2lpar.dist.loopback import run_counting_bytes\n'
+        'from d2lpar.multiprocess.loopback import run_counting_bytes\n'
         f'run_counting_bytes(engine_command("horovod", 2, {args!r}), 300)\n'
     )
     token = f'd2lpar-test-{uuid.uuid4().hex}'
@@ -196,7 +196,7 @@ def test_signal_to_the_wrapper_stops_every_horovod_process(tmp_path, sig):
 
 
 @pytest.mark.skipif(
-    dp.dist.netem.why_not(2) is not None,
+    dp.multiprocess.why_not(2) is not None,
     reason='two emulated hosts need root here',
 )
 def test_horovod_runs_across_two_emulated_hosts():

@@ -6,9 +6,9 @@ in a network namespace of its own (``unshare --net``), whose loopback
 carries nothing but the job, and the interface's byte counter before and
 after is exactly what the job sent, TCP/IP headers included.
 
-``python -m d2lpar.dist.loopback REPORT [RATE] -- COMMAND ...`` is the part
+``python -m d2lpar.multiprocess.loopback REPORT [RATE] -- COMMAND ...`` is the part
 that runs inside the namespace; with a RATE such as ``100mbit`` it first
-limits the namespace's loopback (:mod:`d2lpar.dist.netem`).
+limits the namespace's loopback (:mod:`d2lpar.multiprocess.netem`).
 """
 
 import json
@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 
-from .launch import Stopped, _signal_group, _stop_on_signals
+from .launcher import Stopped, _signal_group, _stop_on_signals
 from .netem import parse_rate, tbf_command, why_not
 
 
@@ -104,7 +104,7 @@ def run_counting_bytes(command, timeout, rate=None):
 
 
 # Runs main() in the namespace (python -m would import this module twice).
-_INNER = 'import sys; from d2lpar.dist.loopback import main; sys.exit(main())'
+_INNER = 'import sys; from d2lpar.multiprocess.loopback import main; sys.exit(main())'
 
 
 def run_with_env(command, timeout, env=None):

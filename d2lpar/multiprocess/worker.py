@@ -1,6 +1,6 @@
 """One worker of multi-process data parallelism.
 
-Started by :func:`d2lpar.dist.launch.launch` on MXNet's parameter server, or
+Started by :func:`d2lpar.multiprocess.launch` on MXNet's parameter server, or
 by ``horovodrun`` on Horovod (``python -m d2lpar worker --engine ...``).
 Every worker reads the same seeded order of global minibatches and
 trains on its own shard of each, so the workers together take the step
@@ -263,8 +263,8 @@ def run_worker(
         parameters, and the data order of the epoch after it.
     engine : str, optional
         ``'kvstore'`` (MXNet's parameter server, under
-        :func:`d2lpar.dist.launch.launch`) or ``'horovod'`` (under
-        ``horovodrun``); see :func:`d2lpar.dist.engines.make_engine`.
+        :func:`d2lpar.multiprocess.launch`) or ``'horovod'`` (under
+        ``horovodrun``); see :func:`d2lpar.multiprocess.make_engine`.
     stats_to : str, optional
         Rank 0 writes the engine, number of workers, its OpenMP threads
         (:func:`d2lpar.threads.share_cores`), and each epoch's
@@ -272,7 +272,7 @@ def run_worker(
         on ``dist_async``, stale steps here as JSON.
     kvstore : str, optional
         The parameter server's mode (see :func:`kvstore_mode`), one of
-        :data:`d2lpar.dist.engines.KVSTORES`.
+        :data:`d2lpar.multiprocess.KVSTORES`.
 
     Returns
     -------

@@ -68,7 +68,7 @@ def guard_env(reports):
     """Variables that install the guard in every Python process of a job.
 
     ``guard_site/`` goes first on ``PYTHONPATH`` (its ``sitecustomize``
-    runs :func:`d2lpar.dist.guard.install`), and failure reports go to
+    runs :func:`d2lpar.multiprocess.install_guard`), and failure reports go to
     the folder ``reports``. This covers worker commands that are not
     ``python ...``, and Python started by a shell inside one.
     """
@@ -257,17 +257,17 @@ def launch(
     ----------
     command : list of str
         The worker command; it reads ``D2LPAR_KVSTORE`` for the kvstore.
-        A Python command runs under :mod:`d2lpar.dist.guard`.
+        A Python command runs under :mod:`d2lpar.multiprocess.guard`.
     workers, servers : int, optional
     kvstore : str, optional
-        A mode of :data:`d2lpar.dist.engines.KVSTORES`.
+        A mode of :data:`d2lpar.multiprocess.KVSTORES`.
     timeout : float, optional
         Seconds before everything is stopped (status 124).
     port : int, optional
         The scheduler's port (default: a free one).
-    hosts : list of d2lpar.dist.netem.Host, optional
+    hosts : list of d2lpar.multiprocess.Host, optional
         Where the processes run (default: this machine's 127.0.0.1); see
-        :func:`job_plan` and :class:`d2lpar.dist.netem.EmulatedHosts`.
+        :func:`job_plan` and :class:`d2lpar.multiprocess.EmulatedHosts`.
 
     Returns
     -------

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from d2lpar.dist import guard
-from d2lpar.dist.launch import guard_env, guarded, is_python
+from d2lpar.multiprocess import guard
+from d2lpar.multiprocess.launcher import guard_env, guarded, is_python
 
 PY = sys.executable
 # A non-daemon thread blocks interpreter shutdown forever, like ps-lite's

@@ -10,15 +10,15 @@ for every other worker to finalize too, and the other workers are still
 training, waiting in their next push for the one that failed. A worker
 that succeeds exits normally, through the barrier, as ps-lite expects.
 
-The launcher (:func:`d2lpar.dist.launch.launch`) runs every Python
+The launcher (:func:`d2lpar.multiprocess.launch`) runs every Python
 worker command through this file, by path, so it works for any script
 whether or not :mod:`d2lpar` is importable there.
 
 Worker commands that are not ``python ...`` (``sh -c '...'``, a shell
 script that starts Python, ``env X=1 python ...``) cannot be wrapped
 that way, so the launcher also puts ``guard_site/`` first on the job's
-``PYTHONPATH``: its ``sitecustomize`` runs :func:`install` in every
-Python process the job starts, however deep. :func:`install` records an
+``PYTHONPATH``: its ``sitecustomize`` runs :func:`install_guard` in every
+Python process the job starts, however deep. :func:`install_guard` records an
 uncaught exception (``sys.excepthook``) or ``sys.exit(n)``/``exit(n)``
 with ``n != 0``, and at the very start of the interpreter's shutdown,
 before it waits for threads or runs ``atexit``, ends such a process with
@@ -62,7 +62,7 @@ def _status(code):
     return 1
 
 
-def run(argv):
+def run_guarded(argv):
     """Run ``argv`` (what follows ``python``); return only on success."""
     if not argv:
         raise SystemExit(
@@ -123,11 +123,11 @@ def _write_report(status, error):
         pass
 
 
-# What install() has seen: the status a failure would exit with.
+# What install_guard() has seen: the status a failure would exit with.
 _failed = {}
 
 
-def install():
+def install_guard():
     """Make a failed exit of this process immediate, in any program.
 
     After an uncaught exception, or ``sys.exit(n)``/``exit(n)`` with
@@ -135,7 +135,7 @@ def install():
     interpreter starts to shut down, before threads are joined or
     ``atexit`` runs (where ps-lite's barrier would wait forever). A
     successful exit shuts down as usual. ``raise SystemExit(n)`` itself
-    cannot be seen this way (only :func:`run` catches it).
+    cannot be seen this way (only :func:`run_guarded` catches it).
     """
     hook = sys.excepthook
 
@@ -176,4 +176,4 @@ def _end_if_failed():
 
 
 if __name__ == '__main__':
-    run(sys.argv[1:])
+    run_guarded(sys.argv[1:])

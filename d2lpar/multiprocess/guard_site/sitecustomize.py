@@ -2,7 +2,7 @@
 
 The launcher puts this folder first on the job's ``PYTHONPATH``, so
 Python imports this file at start-up, whatever command started it (see
-:mod:`d2lpar.dist.guard`). It loads the guard by path (``d2lpar`` need
+:mod:`d2lpar.multiprocess.guard`). It loads the guard by path (``d2lpar`` need
 not be importable) and then runs the ``sitecustomize`` it shadows.
 """
 
@@ -22,7 +22,7 @@ def _load(name, path):
 _here = os.path.dirname(os.path.abspath(__file__))
 _load(
     'd2lpar_guard', os.path.join(os.path.dirname(_here), 'guard.py')
-).install()
+).install_guard()
 # The sitecustomize further down the path, if any (e.g. Debian's).
 _rest = [p for p in sys.path if os.path.abspath(p or '.') != _here]
 _spec = importlib.machinery.PathFinder.find_spec('sitecustomize', _rest)

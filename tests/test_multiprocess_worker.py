@@ -1,10 +1,10 @@
 """The multi-process worker without a job: its kvstore mode and its
-shards of each minibatch (its checkpoints: test_dist_checkpoint.py)."""
+shards of each minibatch (its checkpoints: test_multiprocess_checkpoint.py)."""
 
 import numpy as onp
 import pytest
 
-from d2lpar.dist.worker import Shards, kvstore_mode
+from d2lpar.multiprocess.worker import Shards, kvstore_mode
 
 
 def test_worker_kvstore_contradicting_the_launcher_is_refused(monkeypatch):
@@ -63,7 +63,7 @@ def test_rank0_checkpoint_exists_when_its_epoch_line_is_printed(
     from types import SimpleNamespace
 
     import d2lpar as dp
-    from d2lpar.dist.worker import WorkerEpochs
+    from d2lpar.multiprocess.worker import WorkerEpochs
 
     path = str(tmp_path / 'run.npz')
     seen = []

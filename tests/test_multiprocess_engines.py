@@ -8,7 +8,7 @@ import pytest
 import d2lpar as dp
 from d2lpar.bench import engines as be
 from d2lpar.cli import build_parser, main
-from d2lpar.dist.engines import (
+from d2lpar.multiprocess.engines import (
     KVSTORES,
     EngineError,
     ParameterServer,

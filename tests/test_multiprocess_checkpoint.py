@@ -6,7 +6,7 @@ import pytest
 from numpy.testing import assert_array_equal
 
 import d2lpar as dp
-from d2lpar.dist.checkpoint import (
+from d2lpar.multiprocess.checkpoint import (
     CheckpointError,
     load_checkpoint,
     save_checkpoint,
