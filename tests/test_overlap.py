@@ -64,35 +64,57 @@ def test_step_equals_train_batch(options):
             assert_allclose(p.asnumpy(), q.asnumpy(), rtol=1e-5, atol=1e-6)
 
 
-def test_time_overlap_returns_one_time_per_configuration():
-    """time_overlap times every configuration it is given, by name."""
-    configs = {'serial': {'overlap': False}, 'overlap': {}}
-    times = overlap.time_overlap(
-        configs,
-        [mx.cpu(0), mx.cpu(1)],
-        batch_size=8,
-        repeats=1,
-        warmup=0,
-        rounds=1,
-    )
-    assert sorted(times) == ['overlap', 'serial']
+def _scripted_timer(monkeypatch, seconds):
+    """Replace the timer time_overlap uses: each call runs the step once
+    (it really trains) and returns the next of ``seconds[config]``; the
+    configurations timed are recorded in order, each known by the
+    allreduce it was given."""
+    from d2lpar.bench import timing
+
+    order, left = [], {name: iter(s) for name, s in seconds.items()}
+
+    def median_seconds(fn, repeats, warmup):
+        fn()
+        return next(left[order[-1]])
+
+    monkeypatch.setattr(timing, 'median_seconds', median_seconds)
+
+    def named(name):
+        def allreduce(data):
+            if not order or order[-1] != name:
+                order.append(name)
+            dp.allreduce(data)
+
+        return allreduce
+
+    configs = {name: {'algorithm': named(name)} for name in seconds}
+    return configs, order
 
 
-def test_time_overlap_per_round_keeps_every_round():
-    """per_round=True gives one median per round for each configuration,
-    and the fastest of them is what per_round=False would keep."""
-    configs = {('overlap', 'one'): {'bucket_bytes': 10**9}}
+def test_time_overlap_interleaves_configurations_by_round(monkeypatch):
+    """Every round times each configuration once, in the order given (a
+    busy moment slows one round of one configuration, not the
+    comparison), each with its own options; per_round=True returns each
+    configuration's medians in round order."""
+    seconds = {'serial': [0.3, 0.1, 0.2], 'overlap': [0.2, 0.4, 0.25]}
+    configs, order = _scripted_timer(monkeypatch, seconds)
     times = overlap.time_overlap(
-        configs,
-        [mx.cpu(0), mx.cpu(1)],
-        batch_size=8,
-        repeats=1,
-        warmup=0,
-        rounds=3,
+        configs, [mx.cpu(0), mx.cpu(1)], batch_size=8, rounds=3,
         per_round=True,
+    )  # fmt: skip
+    assert order == ['serial', 'overlap'] * 3
+    assert times == seconds
+
+
+def test_time_overlap_keeps_each_configurations_fastest_round(monkeypatch):
+    """per_round=False keeps the fastest round of each configuration,
+    wherever it falls."""
+    seconds = {'serial': [0.3, 0.1, 0.2], 'overlap': [0.2, 0.4, 0.25]}
+    configs, _ = _scripted_timer(monkeypatch, seconds)
+    times = overlap.time_overlap(
+        configs, [mx.cpu(0), mx.cpu(1)], batch_size=8, rounds=3
     )
-    assert list(times) == [('overlap', 'one')]
-    assert len(times['overlap', 'one']) == 3
+    assert times == {'serial': 0.1, 'overlap': 0.2}
 
 
 def test_plot_bucket_sweep_draws_each_mode_at_its_sizes():
