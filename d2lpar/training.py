@@ -357,7 +357,9 @@ def train(
     Taught in :doc:`/book/training`. Every step
     is :func:`train_batch` (:func:`train_micro_batches` when
     ``accumulate`` is above 1); after each epoch the test accuracy is
-    computed on the first device.
+    computed on the first device. The steps give the devices their
+    share of the cores (:func:`cores_per_device`): one device every
+    core, k devices ``cores // k`` each.
 
     Parameters
     ----------
