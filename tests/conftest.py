@@ -23,6 +23,17 @@ from d2lpar.data import DEBIAN_DIR as REAL_DIR  # noqa: E402
 from d2lpar.idx import FILES, IMAGE_MAGIC, LABEL_MAGIC, encode_idx  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+BOOK = str(ROOT / 'book')  # a str: tests join to it and monkeypatch it
+# The chapters: the book's pages that are notebooks (file names, .md).
+CHAPTERS = sorted(
+    f
+    for f in os.listdir(BOOK)
+    if f.endswith('.md')
+    and '\nkernelspec:' in open(os.path.join(BOOK, f)).read()
+)
+# The repository's scripts (pins, build_dist, chapter_notebook) are
+# imported by the tests that check them.
+sys.path.insert(0, str(ROOT / 'scripts'))
 
 # The file names and the encoding are the library's, never retyped here.
 NAMES = FILES

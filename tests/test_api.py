@@ -7,7 +7,8 @@ import re
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from conftest import ROOT
+
 DIRECTIVE = re.compile(r'^\.\. auto\w+:: (d2lpar\.[\w.]+)', re.MULTILINE)
 
 

@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from test_book_sources import ROOT
+from conftest import ROOT
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,7 @@ import shutil
 import subprocess
 
 import pytest
-from test_book_sources import CHAPTERS, ROOT
+from conftest import CHAPTERS, ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -166,9 +166,7 @@ def test_install_page_serves_the_wheel_it_names():
     links it; html/dist/ serves it, its sdist and an index of both; the
     page's command is the one the notebooks' headers give."""
     import importlib.metadata
-    import sys
 
-    sys.path.insert(0, os.path.join(ROOT, 'scripts'))
     import build_dist
     import chapter_notebook
 

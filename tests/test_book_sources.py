@@ -4,15 +4,8 @@ import os
 import re
 
 import pytest
+from conftest import BOOK, CHAPTERS, ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BOOK = os.path.join(ROOT, 'book')
-CHAPTERS = sorted(
-    f
-    for f in os.listdir(BOOK)
-    if f.endswith('.md')
-    and '\nkernelspec:' in open(os.path.join(BOOK, f)).read()
-)
 CELL = re.compile(
     r'^```\{code-cell\}[^\n]*\n(.*?)^```', re.DOTALL | re.MULTILINE
 )

@@ -13,7 +13,7 @@ import jupytext
 import nbclient
 import nbformat
 import pytest
-from test_book_sources import BOOK, CHAPTERS
+from conftest import BOOK, CHAPTERS
 
 pytestmark = pytest.mark.slow
 

@@ -3,13 +3,11 @@ command fixes them (the pins are checked in test_pins.py)."""
 
 import fnmatch
 import os
-import pathlib
 import subprocess
 import sys
 import tomllib
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / 'scripts'))
+from conftest import ROOT
 
 
 def pyproject():

@@ -13,24 +13,16 @@ venv they are skipped, saying so.
 import ast
 import builtins
 import os
-import pathlib
 import re
-import sys
 
+import chapter_notebook
 import jupytext
 import nbformat
 import pytest
-from conftest import plain_venv, run_notebook, venv_env
+from conftest import CHAPTERS as CHAPTER_FILES
+from conftest import ROOT, plain_venv, run_notebook, venv_env
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / 'scripts'))
-import chapter_notebook  # noqa: E402
-
-CHAPTERS = sorted(
-    p.stem
-    for p in (ROOT / 'book').glob('*.md')
-    if '\nkernelspec:' in p.read_text()
-)
+CHAPTERS = [name[: -len('.md')] for name in CHAPTER_FILES]
 SPHINX_ONLY = (
     '{literalinclude}',
     '{glue',

@@ -7,8 +7,7 @@ import subprocess
 import sys
 
 import pytest
-
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from conftest import ROOT
 
 
 def test_ruff_lists_every_package_file():

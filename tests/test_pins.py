@@ -2,17 +2,13 @@
 an extra, and the venv running the suite is the pinned stack."""
 
 import importlib.metadata
-import pathlib
-import sys
 import tomllib
 
+import pins
 import pytest
+from conftest import ROOT
 from packaging.requirements import Requirement
 from packaging.version import Version
-
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / 'scripts'))
-import pins  # noqa: E402
 
 
 def meta():

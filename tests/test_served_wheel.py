@@ -13,17 +13,13 @@ import pathlib
 import re
 import shutil
 import subprocess
-import sys
 import zipfile
 
+import build_dist
+import chapter_notebook
 import nbformat
 import pytest
-from conftest import plain_venv, run_notebook, venv_env
-
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / 'scripts'))
-import build_dist  # noqa: E402
-import chapter_notebook  # noqa: E402
+from conftest import ROOT, plain_venv, run_notebook, venv_env
 
 HTML = ROOT / '_build' / 'html'
 # A short chapter whose notebook runs in seconds in quick mode.

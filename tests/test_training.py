@@ -8,13 +8,11 @@ import sys
 import mxnet as mx
 import numpy as onp
 import pytest
-from conftest import BATCH_SIZES, LR, make_batches, needs_real_data
+from conftest import BATCH_SIZES, LR, ROOT, make_batches, needs_real_data
 from mxnet import autograd
 from numpy.testing import assert_allclose, assert_array_equal
 
 import d2lpar as dp
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def run_steps(k, batches, **options):
@@ -270,7 +268,7 @@ def test_plot_in_a_script_prints_nothing(tmp_path):
         'verbose=False)\n'
         'assert r.figure is not None\n'
     )
-    env = dict(os.environ, PYTHONPATH=ROOT, PYTHONWARNINGS='ignore')
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONWARNINGS='ignore')
     env.pop('MPLBACKEND', None)
     done = subprocess.run(
         [sys.executable, str(script)],
