@@ -29,10 +29,23 @@ Nothing here imports MXNet: the framework-neutral parts (shard sizes,
 the epoch loop and its TrainResult, the IDX reader, the grader's
 reports and mistake table) are the library's own, shared.
 
+One side effect on import: where MXNet was imported before (``import
+d2lpar`` imports it today), PyTorch's operators are given every core
+again (``torch.set_num_threads``), unless ``OMP_NUM_THREADS`` is set:
+importing MXNet leaves the process's OpenMP setting, which PyTorch reads,
+at one thread (measured: 2 threads before ``import mxnet``, 1 after),
+which would halve the twin's speed on two cores. MXNet imported after
+this module lowers it again (call :func:`use_every_core`).
+
 Install: ``pip install "d2lpar[torch]"`` (torch 2.13.0; on Linux take the
 CPU build from PyTorch's CPU index, or its CUDA build for GPUs: see
 README).
 """
+
+import os
+import sys
+
+import torch as _torch
 
 from .collectives import allreduce
 from .data import load_fashion_mnist
@@ -69,4 +82,22 @@ __all__ = [
     'split_batch',
     'train',
     'train_batch',
+    'use_every_core',
 ]
+
+
+def use_every_core():
+    """Let PyTorch's operators use every core this process may run on
+    (unless ``OMP_NUM_THREADS`` says otherwise); returns the count."""
+    if os.environ.get('OMP_NUM_THREADS'):
+        return _torch.get_num_threads()
+    if hasattr(os, 'sched_getaffinity'):  # Linux
+        cores = len(os.sched_getaffinity(0))
+    else:  # macOS, Windows
+        cores = os.cpu_count() or 1
+    _torch.set_num_threads(cores)
+    return cores
+
+
+if 'mxnet' in sys.modules:  # see the module's documentation
+    use_every_core()
