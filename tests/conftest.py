@@ -180,6 +180,28 @@ def bug_ids(bugs):
     return [f'{check.__name__}-{code}' for check, _, code in bugs]
 
 
+# --------------------------------------------------------- loopback
+
+# A job that sends itself argv[1] bytes over a loopback socket; it exits
+# with status argv[3] (default 0) if the transfer took at least argv[2]
+# seconds, else 9. Run it as [sys.executable, '-c', SEND_TO_SELF, ...].
+SEND_TO_SELF = """
+import socket, sys, threading, time
+n, seconds = int(sys.argv[1]), float(sys.argv[2])
+server = socket.socket()
+server.bind(("127.0.0.1", 0))
+server.listen()
+client = socket.create_connection(server.getsockname())
+peer, _ = server.accept()
+threading.Thread(target=client.sendall, args=(b"x" * n,)).start()
+start, got = time.monotonic(), 0
+while got < n:
+    got += len(peer.recv(1 << 16))
+took = time.monotonic() - start
+sys.exit(int((sys.argv[3:] or [0])[0]) if took >= seconds else 9)
+"""
+
+
 # ------------------------------------------------ notebooks in a venv
 
 # Executes a notebook in place: python -c RUN_NOTEBOOK NOTEBOOK WORKDIR.

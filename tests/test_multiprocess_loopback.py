@@ -3,22 +3,9 @@
 import sys
 import time
 
-from d2lpar.multiprocess import loopback
+from conftest import SEND_TO_SELF
 
-SEND = """
-import socket, sys
-n = int(sys.argv[1])
-server = socket.socket()
-server.bind(("127.0.0.1", 0))
-server.listen()
-client = socket.create_connection(server.getsockname())
-peer, _ = server.accept()
-client.sendall(b"x" * n)
-got = 0
-while got < n:
-    got += len(peer.recv(1 << 16))
-sys.exit(int(sys.argv[2]))
-"""
+from d2lpar.multiprocess import loopback
 
 
 def test_counts_exactly_the_job_and_returns_its_status():
@@ -27,7 +14,7 @@ def test_counts_exactly_the_job_and_returns_its_status():
     its exit status comes back. Where no namespace can be made, the job
     still runs and the count is None."""
     status, sent = loopback.run_counting_bytes(
-        [sys.executable, '-c', SEND, '1000000', '3'], timeout=60
+        [sys.executable, '-c', SEND_TO_SELF, '1000000', '0', '3'], timeout=60
     )
     assert status == 3
     if loopback.namespace_prefix() is None:

@@ -4,25 +4,11 @@ rate-limited link, and the job plan that places processes on them."""
 import sys
 
 import pytest
+from conftest import SEND_TO_SELF
 
 from d2lpar.bench import engines as be
 from d2lpar.multiprocess import loopback, netem
 from d2lpar.multiprocess.launcher import job_plan
-
-SEND = """
-import socket, sys, threading, time
-n = int(sys.argv[1])
-server = socket.socket()
-server.bind(("127.0.0.1", 0))
-server.listen()
-client = socket.create_connection(server.getsockname())
-peer, _ = server.accept()
-threading.Thread(target=client.sendall, args=(b"x" * n,)).start()
-start, got = time.monotonic(), 0
-while got < n:
-    got += len(peer.recv(1 << 16))
-sys.exit(0 if time.monotonic() - start > float(sys.argv[2]) else 9)
-"""
 
 
 def test_rates_are_parsed_and_typos_refused():
@@ -67,7 +53,9 @@ def test_rate_limited_loopback_is_slower_than_the_rate_allows():
     """5 MB at 10 Mbit/s cannot arrive in less than 3 s (4 s at the full
     rate); the bytes are counted as usual."""
     status, sent = loopback.run_counting_bytes(
-        [sys.executable, '-c', SEND, '5000000', '3'], timeout=60, rate='10mbit'
+        [sys.executable, '-c', SEND_TO_SELF, '5000000', '3'],
+        timeout=60,
+        rate='10mbit',
     )
     assert status == 0
     assert 5_000_000 <= sent < 5_300_000
@@ -81,7 +69,7 @@ def test_a_message_after_an_idle_link_waits_for_its_bytes():
     than 0.7 s: the bucket passes only one packet at once), as on a real
     link; a bucket of a megabyte would let it through at once."""
     status, _ = loopback.run_counting_bytes(
-        [sys.executable, '-c', SEND, '1000000', '0.7'],
+        [sys.executable, '-c', SEND_TO_SELF, '1000000', '0.7'],
         timeout=60,
         rate='10mbit',
     )
