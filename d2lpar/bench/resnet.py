@@ -2,13 +2,14 @@
 chapter's exercise: far more arithmetic per image than LeNet.
 
 Run each setting list in a fresh process
-(:func:`d2lpar.bench.step.in_fresh_process_each`), one device first, so
-that one device gets every core and several devices one each (a device
-that trained beside others keeps one thread, see :mod:`d2lpar.threads`).
+(:func:`d2lpar.bench.step.in_fresh_process_each`), in an order in which
+no device's threads must go up again: one device with every core first,
+then fewer threads per device (a worker never gets back threads it gave
+up, see :mod:`d2lpar.threads`).
 """
 
 
-def time_resnet18(num_devices, per_device=32, steps=2, seed=0):
+def time_resnet18(num_devices, per_device=32, steps=2, seed=0, threads=None):
     """Seconds per image of a data-parallel ResNet-18 step, in this process.
 
     Gluon's ``resnet18_v1`` (10 classes) on random 28x28 images, trained
@@ -25,6 +26,11 @@ def time_resnet18(num_devices, per_device=32, steps=2, seed=0):
     steps : int, optional
         Timed steps (at least 1).
     seed : int, optional
+    threads : int, optional
+        OpenMP threads for each device, instead of the library's budget
+        (:func:`d2lpar.thread_budget`: one device every core, k devices
+        a share each). A device never gets more threads than it had
+        before in this process.
 
     Returns
     -------
@@ -43,6 +49,8 @@ def time_resnet18(num_devices, per_device=32, steps=2, seed=0):
     """
     if steps < 1:
         raise ValueError(f'time_resnet18: steps={steps!r}; time at least 1')
+    import warnings
+
     import numpy as onp
     from mxnet import gluon, init, np
     from mxnet.gluon.model_zoo import vision
@@ -51,6 +59,8 @@ def time_resnet18(num_devices, per_device=32, steps=2, seed=0):
     from d2lpar.bench.timing import seconds_each
 
     devices = dp.devices(num_devices)
+    if threads is not None:
+        dp.thread_budget(devices, per_device=threads)
     net = vision.resnet18_v1(classes=10)
     net.initialize(init.Xavier(), ctx=devices)
     trainer = gluon.Trainer(
@@ -60,11 +70,14 @@ def time_resnet18(num_devices, per_device=32, steps=2, seed=0):
     rng = onp.random.default_rng(seed)
     X = np.array(rng.uniform(size=(batch, 1, 28, 28)), dtype='float32')
     y = np.array(rng.integers(0, 10, batch), dtype='int32')
-    times = seconds_each(
-        lambda: dp.concise.train_batch(X, y, net, trainer, devices),
-        repeats=steps,
-        warmup=1,
-    )
+    with warnings.catch_warnings():
+        if threads is not None:  # the step's budget would ask for more
+            warnings.simplefilter('ignore', dp.threads.ThreadBudgetWarning)
+        times = seconds_each(
+            lambda: dp.concise.train_batch(X, y, net, trainer, devices),
+            repeats=steps,
+            warmup=1,
+        )
     per_image = [t / batch for t in times]
     params = net.collect_params().values()
     num_params = sum(p.data(devices[0]).size for p in params)
