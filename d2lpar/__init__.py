@@ -258,19 +258,19 @@ __all__ += ['ThreadBudgetWarning', 'thread_budget', 'worker_threads']
 _LAZY = {
     'bench': ('.bench', None),
     'multiprocess': ('.multiprocess', None),
-    'homework': ('.homework', None),
+    'grading': ('.grading', None),
     'figures': ('.figures', None),
     'draw_parallelism_schemes': ('.figures', 'draw_parallelism_schemes'),
     'plot_accuracy': ('.figures', 'plot_accuracy'),
     'plot_split': ('.figures', 'plot_split'),
-    'check_allreduce': ('.homework', 'check_allreduce'),
-    'check_average_params': ('.homework', 'check_average_params'),
-    'check_evaluate': ('.homework', 'check_evaluate'),
-    'check_grad_accumulation': ('.homework', 'check_grad_accumulation'),
-    'check_ring_schedule': ('.homework', 'check_ring_schedule'),
-    'check_split_batch': ('.homework', 'check_split_batch'),
-    'check_train_batch': ('.homework', 'check_train_batch'),
-    'check_train_epoch': ('.homework', 'check_train_epoch'),
+    'check_allreduce': ('.grading', 'check_allreduce'),
+    'check_average_params': ('.grading', 'check_average_params'),
+    'check_evaluate': ('.grading', 'check_evaluate'),
+    'check_grad_accumulation': ('.grading', 'check_grad_accumulation'),
+    'check_ring_schedule': ('.grading', 'check_ring_schedule'),
+    'check_split_batch': ('.grading', 'check_split_batch'),
+    'check_train_batch': ('.grading', 'check_train_batch'),
+    'check_train_epoch': ('.grading', 'check_train_epoch'),
 }
 
 

@@ -502,7 +502,7 @@ def _bench(args):
 
 def _check(args):
     from .checks import check_positive
-    from .homework.grade import grade, to_csv
+    from .grading.grade import grade, to_csv
 
     if args.timeout <= 0:
         raise ValueError(

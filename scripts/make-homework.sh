@@ -5,12 +5,12 @@
 # _build/extra/homework/, which the book serves for download. The teacher
 # notebooks are NOT executed here: running all six took about a minute of
 # the book's build-time budget, and the slow test
-# tests/test_homework_notebooks.py (make test-slow, run in CI) already
+# tests/test_grading_notebooks.py (make test-slow, run in CI) already
 # executes every one and fails if a solution stops passing its check.
 # To run them by hand as well: add --teacher DIR --execute below.
 set -euo pipefail
 venv=${1:-.venv}
 rm -rf _build/extra/homework
-"$venv/bin/python" -m d2lpar.homework.notebooks homework \
+"$venv/bin/python" -m d2lpar.grading.notebooks homework \
     _build/extra/homework
 echo "homework: student notebooks in _build/extra/homework"

@@ -18,7 +18,7 @@ OPTIONAL = (
     'matplotlib',
     'd2lpar.bench',
     'd2lpar.multiprocess',
-    'd2lpar.homework',
+    'd2lpar.grading',
     'd2lpar.figures',
 )
 
@@ -51,7 +51,7 @@ def test_import_loads_no_optional_part():
     'use, loads',
     [
         ('dp.plot_split', ['matplotlib', 'd2lpar.figures']),
-        ('dp.check_allreduce', ['d2lpar.homework']),
+        ('dp.check_allreduce', ['d2lpar.grading']),
         ('dp.multiprocess.launch', ['d2lpar.multiprocess']),
     ],
 )

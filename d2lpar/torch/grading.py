@@ -5,8 +5,8 @@ battery of cases as :func:`d2lpar.check_allreduce` (k = 1..5 devices;
 arrays smaller than, not divisible by, and a multiple of k; float32 and
 float64) and names the first mistake with the same codes and hints: the
 report, the case runner and the table of mistakes are the grader's own,
-framework-neutral (:mod:`d2lpar.homework.report`,
-:mod:`d2lpar.homework.mistakes`); only making the tensors and reading
+framework-neutral (:mod:`d2lpar.grading.report`,
+:mod:`d2lpar.grading.mistakes`); only making the tensors and reading
 them back is PyTorch's here.
 """
 
@@ -15,7 +15,7 @@ import sys
 import numpy as onp
 import torch
 
-from ..homework.report import call, run_cases, show
+from ..grading.report import call, run_cases, show
 from . import collectives
 from .devices import devices as make_devices
 from .devices import same_place
@@ -32,7 +32,7 @@ COLLECTIVES = {'allreduce': collectives.allreduce}
 def allreduce_cases():
     """k = 1..5 devices; sizes below, not divisible by, and a multiple of
     k; float32 and float64; one 2-D shape: the cases of
-    :func:`d2lpar.homework.allreduce.allreduce_cases`, in its order."""
+    :func:`d2lpar.grading.allreduce.allreduce_cases`, in its order."""
     cases = []
     for k in range(1, 6):
         for shape in [(max(k - 1, 1),), (2 * k + 1,), (3, 2 * k)]:
@@ -79,7 +79,7 @@ def _close(got, want, dtype):
 
 def diagnose_sum(originals, devs, inputs, case, list_after, returned):
     """Name what is wrong with an allreduce's effect, or None if right
-    (the decisions of :func:`d2lpar.homework.allreduce.diagnose_sum`).
+    (the decisions of :func:`d2lpar.grading.allreduce.diagnose_sum`).
     """
     dtype, k = case['dtype'], len(inputs)
     total = onp.sum(onp.stack(inputs).astype('float64'), axis=0)
@@ -201,7 +201,7 @@ def check_allreduce(fn):
 
     Returns
     -------
-    d2lpar.homework.report.Report
+    d2lpar.grading.report.Report
         ``bool(report)`` is True when every case passed; printing it
         names the first mistake, with the same codes and hints as the
         MXNet check.

@@ -16,7 +16,7 @@ class Failure:
     Attributes
     ----------
     mistake : str
-        A code from :data:`d2lpar.homework.mistakes.MISTAKES`.
+        A code from :data:`d2lpar.grading.mistakes.MISTAKES`.
     case : str
         The case, in words (``'k=3 devices, 2 float64 elements'``).
     message : str

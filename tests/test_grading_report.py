@@ -1,4 +1,4 @@
-"""d2lpar.homework.report: what every check's Report shows a student (a
+"""d2lpar.grading.report: what every check's Report shows a student (a
 stub's traceback, the first failure in text, markdown and HTML, each
 failure's case, message and hint)."""
 
@@ -6,7 +6,7 @@ import pytest
 from conftest import stub_none
 
 import d2lpar as dp
-from d2lpar.homework import MISTAKES
+from d2lpar.grading import MISTAKES
 
 CHECKS = [
     dp.check_allreduce,

@@ -309,7 +309,7 @@ def check_train_epoch(fn):
     Examples
     --------
     >>> import d2lpar as dp
-    >>> from d2lpar.homework import reference
+    >>> from d2lpar.grading import reference
     >>> bool(dp.check_train_epoch(reference.train_epoch))
     True
     """

@@ -1,4 +1,4 @@
-"""d2lpar.homework.evaluation: check_evaluate passes the library's
+"""d2lpar.grading.evaluation: check_evaluate passes the library's
 sharded evaluation and names each mistake a student's makes."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""d2lpar.homework.training: check_train_batch and check_grad_accumulation
+"""d2lpar.grading.training: check_train_batch and check_grad_accumulation
 pass the references and name each mistake a student's step makes."""
 
 import pytest
@@ -14,8 +14,8 @@ from mxnet import np
 
 import d2lpar as dp
 from d2lpar import _d2l as d2l  # d2l's sgd, written out (d2l is an extra)
-from d2lpar.homework import reference
-from d2lpar.homework.training import micro_batches
+from d2lpar.grading import reference
+from d2lpar.grading.training import micro_batches
 
 # ------------------------------------------------------------- train_batch
 

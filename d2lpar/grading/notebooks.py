@@ -8,9 +8,9 @@ nbgrader's own preprocessors (``ClearSolutions`` puts a stub where each
 solution was, answer cells become "YOUR ANSWER HERE"; ``ClearOutput``
 drops outputs), never by a hand-written regex. The book build
 (``scripts/make-homework.sh``) makes only the student versions; the slow
-test ``tests/test_homework_notebooks.py`` runs the teacher's. By hand::
+test ``tests/test_grading_notebooks.py`` runs the teacher's. By hand::
 
-    python -m d2lpar.homework.notebooks homework _build/extra/homework \
+    python -m d2lpar.grading.notebooks homework _build/extra/homework \
         --teacher _build/homework-teacher --execute
 """
 
@@ -98,7 +98,7 @@ def build(source, student_dir, teacher_dir=None, run=False):
 
 def main(argv=None):
     """Command line of :func:`build`; returns the exit status."""
-    p = argparse.ArgumentParser(prog='python -m d2lpar.homework.notebooks')
+    p = argparse.ArgumentParser(prog='python -m d2lpar.grading.notebooks')
     p.add_argument('source')
     p.add_argument('student_dir')
     p.add_argument('--teacher', default=None)

@@ -1,4 +1,4 @@
-"""d2lpar.homework.allreduce: check_allreduce, check_tree_allreduce and
+"""d2lpar.grading.allreduce: check_allreduce, check_tree_allreduce and
 check_sharded_allreduce pass the references and name each mistake.
 
 Each buggy implementation below makes one mistake a student makes; its
@@ -16,7 +16,7 @@ from conftest import (
 from mxnet import np
 
 import d2lpar as dp
-from d2lpar.homework import check_sharded_allreduce, check_tree_allreduce
+from d2lpar.grading import check_sharded_allreduce, check_tree_allreduce
 
 
 def ar_rebinds(data):

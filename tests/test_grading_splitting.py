@@ -1,4 +1,4 @@
-"""d2lpar.homework.splitting: check_split_batch passes the library's
+"""d2lpar.grading.splitting: check_split_batch passes the library's
 split_batch and names each mistake a student's split makes.
 
 Each bug refuses too small a batch, as the library does, so that it

@@ -1,4 +1,4 @@
-"""d2lpar.homework.overlap: check_train_epoch passes the reference epoch
+"""d2lpar.grading.overlap: check_train_epoch passes the reference epoch
 (each step's numbers read after the next step is queued) and names each
 mistake a student's epoch loop makes."""
 
@@ -14,7 +14,7 @@ from mxnet import npx
 
 import d2lpar as dp
 from d2lpar import _d2l as d2l  # d2l's sgd, written out (d2l is an extra)
-from d2lpar.homework import reference
+from d2lpar.grading import reference
 
 
 def _numbers(step):
@@ -137,7 +137,7 @@ def test_epoch_check_warns_nothing_in_a_fresh_process():
     code = """
         import warnings
         import d2lpar as dp
-        from d2lpar.homework import reference
+        from d2lpar.grading import reference
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter('always')
             ok = bool(dp.check_train_epoch(reference.train_epoch))

@@ -1,11 +1,11 @@
-"""d2lpar.homework.schedule: check_ring_schedule passes the library's
+"""d2lpar.grading.schedule: check_ring_schedule passes the library's
 ring schedule and names each mistake a student's schedule makes."""
 
 import pytest
 from conftest import assert_names_only, assert_passes, bug_ids, stub_none
 
 import d2lpar as dp
-from d2lpar.homework.schedule import Transfer
+from d2lpar.grading.schedule import Transfer
 from d2lpar.schedules import naive_schedule, ring_schedule
 
 

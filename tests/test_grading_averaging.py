@@ -1,11 +1,11 @@
-"""d2lpar.homework.averaging: check_average_params passes the reference
+"""d2lpar.grading.averaging: check_average_params passes the reference
 and names each mistake a student's parameter averaging makes."""
 
 import pytest
 from conftest import assert_names_only, assert_passes, bug_ids
 
 import d2lpar as dp
-from d2lpar.homework import reference
+from d2lpar.grading import reference
 
 
 def avg_sums(device_params):

@@ -12,7 +12,7 @@ import pytest
 from conftest import tree_allreduce
 
 from d2lpar.cli import main
-from d2lpar.homework.grade import grade, to_csv
+from d2lpar.grading.grade import grade, to_csv
 
 GOOD = """
 def split_batch(X, y, devices):

@@ -1,5 +1,5 @@
 """Checks for parameter averaging (the epoch's check is in
-:mod:`d2lpar.homework.overlap`)."""
+:mod:`d2lpar.grading.overlap`)."""
 
 import numpy as onp
 from mxnet import np
@@ -76,7 +76,7 @@ def check_average_params(fn):
     Examples
     --------
     >>> import d2lpar as dp
-    >>> from d2lpar.homework import reference
+    >>> from d2lpar.grading import reference
     >>> bool(dp.check_average_params(reference.average_params))
     True
     """

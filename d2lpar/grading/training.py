@@ -175,7 +175,7 @@ def check_grad_accumulation(fn):
     most one), adds up their gradients on every device, then takes one
     data-parallel SGD step: the replicas must equal one SGD step on the
     whole batch on one device (as
-    ``d2lpar.homework.reference.train_batch_accumulate`` does).
+    ``d2lpar.grading.reference.train_batch_accumulate`` does).
 
     Parameters
     ----------
@@ -189,7 +189,7 @@ def check_grad_accumulation(fn):
     Examples
     --------
     >>> import d2lpar as dp
-    >>> from d2lpar.homework import reference
+    >>> from d2lpar.grading import reference
     >>> bool(dp.check_grad_accumulation(reference.train_batch_accumulate))
     True
     """

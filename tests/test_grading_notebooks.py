@@ -6,7 +6,7 @@ import re
 import jupytext
 import pytest
 
-from d2lpar.homework.notebooks import MARKERS, build, execute, student_version
+from d2lpar.grading.notebooks import MARKERS, build, execute, student_version
 
 HOMEWORK = pathlib.Path(__file__).resolve().parent.parent / 'homework'
 ASSIGNMENTS = sorted(HOMEWORK.glob('[0-9]*.md'))

@@ -5,7 +5,7 @@ student's endless loop or crash costs only that student's verdict; the
 submission's own output (prints, timing loops at its top level) is
 captured and stored beside the verdict, never mixed into the table.
 Inside that process the library's collectives are watched before the
-file is imported (:mod:`d2lpar.homework.spy`), so an allreduce that
+file is imported (:mod:`d2lpar.grading.spy`), so an allreduce that
 calls ``dp.allreduce`` fails as ``calls-library``.
 """
 
@@ -114,7 +114,7 @@ def _run(path, out, timeout, tmp):
     startup seconds)."""
     files = [open(os.path.join(tmp, n), 'w+') for n in ('out', 'err')]
     child = subprocess.Popen(
-        [sys.executable, '-m', 'd2lpar.homework.grade', str(path), out],
+        [sys.executable, '-m', 'd2lpar.grading.grade', str(path), out],
         stdout=files[0],
         stderr=files[1],
         start_new_session=True,  # its own group: kill what it starts
