@@ -23,7 +23,7 @@ Main functions, by chapter (help(dp.NAME) for each):
   Multiprocess       multiprocess (launch, run_worker, engines); the
                      command line python -m d2lpar {train,worker,launch,bench}
   Your own loop      epochs.run_epochs (the loop train uses), checks
-  The book           book_settings, glue_text, figures, bench
+  The book           pages (book_settings, glue_text, figures), bench
 
 Install: pip install "d2lpar[cpu]" (MXNet's CPU build), or d2lpar plus
 the CUDA build mxnet-cuXXX==1.9.1; "d2lpar[notebook]" adds Jupyter.
@@ -52,9 +52,8 @@ from . import _runtime
 
 _runtime.start()
 
-from . import checks, costmodel, epochs, schedules
+from . import checks, costmodel, epochs, pages, schedules
 from ._runtime import CPU_TEMP_COPY
-from .book import BookSettings, book_settings, glue_text, show_source
 from .buckets import bucketed_allreduce
 from .collectives import (
     allreduce,
@@ -75,6 +74,7 @@ from .evaluation import evaluate_accuracy, evaluate_accuracy_sharded
 from .idx import DatasetError
 from .kvstore import kvstore_allreduce
 from .model import LENET_SHAPES, init_lenet_params, lenet
+from .pages import BookSettings, book_settings, glue_text, show_source
 from .parameters import get_params
 from .splitting import shard_ranges, shard_sizes, split_batch
 from .training import (
@@ -95,7 +95,7 @@ __all__ = [
     'costmodel',
     'multiprocess',
     'epochs',
-    'figures',
+    'pages',
     'schedules',
     'BookSettings',
     'DatasetError',
@@ -259,10 +259,9 @@ _LAZY = {
     'bench': ('.bench', None),
     'multiprocess': ('.multiprocess', None),
     'grading': ('.grading', None),
-    'figures': ('.figures', None),
-    'draw_parallelism_schemes': ('.figures', 'draw_parallelism_schemes'),
-    'plot_accuracy': ('.figures', 'plot_accuracy'),
-    'plot_split': ('.figures', 'plot_split'),
+    'draw_parallelism_schemes': ('.pages.figures', 'draw_parallelism_schemes'),
+    'plot_accuracy': ('.pages.figures', 'plot_accuracy'),
+    'plot_split': ('.pages.figures', 'plot_split'),
     'check_allreduce': ('.grading', 'check_allreduce'),
     'check_average_params': ('.grading', 'check_average_params'),
     'check_evaluate': ('.grading', 'check_evaluate'),

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from d2lpar import figures
 from d2lpar.bench import allreduce as ab
+from d2lpar.pages import figures
 
 
 @pytest.fixture(scope='module')

@@ -19,7 +19,7 @@ OPTIONAL = (
     'd2lpar.bench',
     'd2lpar.multiprocess',
     'd2lpar.grading',
-    'd2lpar.figures',
+    'd2lpar.pages.figures',
 )
 
 
@@ -50,7 +50,7 @@ def test_import_loads_no_optional_part():
 @pytest.mark.parametrize(
     'use, loads',
     [
-        ('dp.plot_split', ['matplotlib', 'd2lpar.figures']),
+        ('dp.plot_split', ['matplotlib', 'd2lpar.pages.figures']),
         ('dp.check_allreduce', ['d2lpar.grading']),
         ('dp.multiprocess.launch', ['d2lpar.multiprocess']),
     ],

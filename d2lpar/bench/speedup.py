@@ -19,7 +19,7 @@ import json
 import os
 import statistics
 
-from ..book import book_settings
+from ..pages.book import book_settings
 from .train import compare_training
 
 FILE = os.path.join('measurements', 'two-devices.json')

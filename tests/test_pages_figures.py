@@ -1,4 +1,4 @@
-"""d2lpar.figures: each helper returns a Figure with the promised marks."""
+"""d2lpar.pages.figures: each helper returns a Figure with the promised marks."""
 
 import matplotlib.pyplot as plt
 from matplotlib.patches import Rectangle
@@ -65,7 +65,7 @@ def test_plot_traffic_draws_the_counted_bytes():
     from d2lpar.costmodel import busiest_bytes
 
     ks = (2, 4, 8)
-    fig = dp.figures.plot_traffic(4 * 840, ks)
+    fig = dp.pages.plot_traffic(4 * 840, ks)
     lines = fig.axes[0].lines
     assert [line.get_label() for line in lines] == list(dp.schedules.SCHEDULES)
     for line in lines:
@@ -76,7 +76,7 @@ def test_plot_traffic_draws_the_counted_bytes():
 
 def test_plot_cost_model_draws_the_model():
     """Every curve is costmodel.allreduce_time in milliseconds."""
-    fig = dp.figures.plot_cost_model(1e6, 1e9, 1e-5, ks=(2, 3, 4))
+    fig = dp.pages.plot_cost_model(1e6, 1e9, 1e-5, ks=(2, 3, 4))
     for line in fig.axes[0].lines:
         want = [
             1e3
@@ -95,9 +95,9 @@ def test_every_benchmark_row_and_model_curve_has_its_own_style():
     names = (
         set(BASELINES) | set(ALGORITHMS) | set(dp.costmodel.MESSAGE_PATTERNS)
     )
-    assert names <= set(dp.figures.LINE_STYLES)
+    assert names <= set(dp.pages.LINE_STYLES)
     styles = [
-        tuple(sorted(s.items())) for s in dp.figures.LINE_STYLES.values()
+        tuple(sorted(s.items())) for s in dp.pages.LINE_STYLES.values()
     ]
     assert len(set(styles)) == len(styles)
 
@@ -127,7 +127,7 @@ def test_network_plot_draws_each_setup_and_the_placed_model_once():
                     placed=placed,
                 )
             )
-    fig = dp.figures.plot_network(rows)
+    fig = dp.pages.plot_network(rows)
     labels = [line.get_label() for line in fig.axes[0].get_lines()]
     assert len(labels) == 3 * 2 + 1
     assert [x for x in labels if 'as placed' in x] == [

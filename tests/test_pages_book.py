@@ -1,4 +1,4 @@
-"""d2lpar.book: full vs quick builds, glued text."""
+"""d2lpar.pages.book: full vs quick builds, glued text."""
 
 import pytest
 
@@ -11,11 +11,11 @@ def test_full_by_default(monkeypatch):
     monkeypatch.delenv('D2LPAR_QUICK', raising=False)
     s = dp.book_settings()
     assert (s.quick, s.num_epochs) == (False, 10)
-    assert s.num_train == dp.book.FULL_NUM_TRAIN < 60000
-    assert s.num_test == dp.book.FULL_NUM_TEST < 10000
+    assert s.num_train == dp.pages.FULL_NUM_TRAIN < 60000
+    assert s.num_test == dp.pages.FULL_NUM_TEST < 10000
     assert 'full settings' in s.describe()
-    assert f'{dp.book.FULL_NUM_TRAIN:,}' in s.describe()
-    assert f'{dp.book.FULL_NUM_TEST:,} of the 10,000' in s.describe()
+    assert f'{dp.pages.FULL_NUM_TRAIN:,}' in s.describe()
+    assert f'{dp.pages.FULL_NUM_TEST:,} of the 10,000' in s.describe()
 
 
 def test_quick_mode_says_so(monkeypatch):
@@ -24,7 +24,7 @@ def test_quick_mode_says_so(monkeypatch):
     monkeypatch.setenv('D2LPAR_QUICK', '1')
     s = dp.book_settings()
     assert s.quick and s.num_epochs < 10 and s.num_train < 60000
-    assert s.num_test < dp.book.FULL_NUM_TEST
+    assert s.num_test < dp.pages.FULL_NUM_TEST
     assert 'quick mode' in s.describe()
     assert f'tested on {s.num_test:,} test images' in s.describe()
     monkeypatch.setenv('D2LPAR_QUICK', '0')
@@ -89,7 +89,7 @@ def test_show_source_handles_classes_and_methods():
 def test_strip_docstrings_keeps_a_docstring_only_body_valid():
     """A function whose body was only a docstring becomes `...`."""
     assert (
-        dp.book.strip_docstrings('def f():\n    "Doc."\n')
+        dp.pages.strip_docstrings('def f():\n    "Doc."\n')
         == 'def f():\n    ...'
     )
 

@@ -4,9 +4,9 @@ import matplotlib.pyplot as plt
 from matplotlib.patches import FancyArrowPatch, Rectangle
 from matplotlib.ticker import MaxNLocator
 
-from . import schedules
-from .costmodel import allreduce_time, engine_bytes
-from .splitting import shard_ranges
+from .. import schedules
+from ..costmodel import allreduce_time, engine_bytes
+from ..splitting import shard_ranges
 
 # One colour per device, the same on every page.
 DEVICE_COLORS = ('#4C72B0', '#DD8452', '#55A868', '#C44E52')
@@ -434,8 +434,8 @@ def plot_network(rows):
     -------
     matplotlib.figure.Figure
     """
-    from .bench.network import setup_name
-    from .multiprocess.netem import parse_rate
+    from ..bench.network import setup_name
+    from ..multiprocess.netem import parse_rate
 
     fig, ax = plt.subplots(figsize=(8, 3.4))
     names = list(dict.fromkeys(setup_name(r) for r in rows))
