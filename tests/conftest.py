@@ -59,14 +59,11 @@ def write_gz(path, raw):
         f.write(raw)
 
 
-def write_fashion_dir(directory, n_train=24, n_test=12, seed=0):
-    """Write four small valid IDX files; return the arrays written."""
-    rng = onp.random.default_rng(seed)
+def write_idx_dir(directory, arrays):
+    """Write ``{'train': (images, labels), 'test': ...}`` as gzipped IDX
+    files under the library's names; return ``arrays``."""
     os.makedirs(directory, exist_ok=True)
-    written = {}
-    for split, n in (('train', n_train), ('test', n_test)):
-        images = rng.integers(0, 256, (n, 28, 28), dtype=onp.uint8)
-        labels = rng.integers(0, 10, n, dtype=onp.uint8)
+    for split, (images, labels) in arrays.items():
         write_gz(
             os.path.join(directory, NAMES[split][0]),
             idx_bytes(IMAGE_MAGIC, images),
@@ -75,8 +72,18 @@ def write_fashion_dir(directory, n_train=24, n_test=12, seed=0):
             os.path.join(directory, NAMES[split][1]),
             idx_bytes(LABEL_MAGIC, labels),
         )
+    return arrays
+
+
+def write_fashion_dir(directory, n_train=24, n_test=12, seed=0):
+    """Write four small valid IDX files; return the arrays written."""
+    rng = onp.random.default_rng(seed)
+    written = {}
+    for split, n in (('train', n_train), ('test', n_test)):
+        images = rng.integers(0, 256, (n, 28, 28), dtype=onp.uint8)
+        labels = rng.integers(0, 10, n, dtype=onp.uint8)
         written[split] = images, labels
-    return written
+    return write_idx_dir(directory, written)
 
 
 @pytest.fixture

@@ -3,13 +3,12 @@ dist_async learns and, with one worker, equals dist_sync (slow: each
 test launches processes, under a time limit)."""
 
 import json
-import os
 import subprocess
 import sys
 
 import numpy as onp
 import pytest
-from conftest import IMAGE_MAGIC, LABEL_MAGIC, NAMES, idx_bytes, write_gz
+from conftest import write_idx_dir
 from numpy.testing import assert_allclose
 
 import d2lpar as dp
@@ -56,20 +55,14 @@ def write_banded(directory, n_train, n_test, seed=0):
     """IDX files a network can learn: class c is a bright band across
     rows 2c + 2 and 2c + 3 over dim noise."""
     rng = onp.random.default_rng(seed)
-    os.makedirs(directory, exist_ok=True)
+    arrays = {}
     for split, n in (('train', n_train), ('test', n_test)):
         labels = rng.integers(0, 10, n, dtype=onp.uint8)
         images = rng.integers(0, 64, (n, 28, 28), dtype=onp.uint8)
         for image, label in zip(images, labels):
             image[2 + 2 * label : 4 + 2 * label, :] = 255
-        write_gz(
-            os.path.join(directory, NAMES[split][0]),
-            idx_bytes(IMAGE_MAGIC, images),
-        )
-        write_gz(
-            os.path.join(directory, NAMES[split][1]),
-            idx_bytes(LABEL_MAGIC, labels),
-        )
+        arrays[split] = images, labels
+    write_idx_dir(directory, arrays)
 
 
 def test_resume_numbers_the_remaining_epochs_on(tmp_path):
