@@ -28,6 +28,7 @@ from ..threads import share_cores
 from ..training import count_correct, device_gradients
 from .checkpoint import load_checkpoint, save_checkpoint
 from .engines import make_engine
+from .loopback import loopback_tx_bytes
 
 # The engine sums arrays by key; the parameters' gradients use keys
 # 0, 1, ..., so the evaluation counts take one far beyond them.
@@ -190,6 +191,14 @@ class WorkerEpochs:
             f'test acc {record["test_acc"]:.3f}, '
             f'{record["seconds"]:.1f} sec'
         )
+        # What this network namespace's loopback has sent so far, once the
+        # epoch's steps and test sums are done: in a job with a namespace
+        # of its own (d2lpar.bench.engines), two epochs' ends apart are
+        # one epoch's traffic, without the start-up.
+        try:
+            record['loopback_bytes'] = loopback_tx_bytes()
+        except (OSError, RuntimeError):  # not Linux: nothing to read
+            record['loopback_bytes'] = None
         if engine.asynchronous:
             record['stale_steps'] = int(float(self.stale))
             record['wait_seconds'] = self.waited
@@ -266,8 +275,10 @@ def run_worker(
     stats_to : str, optional
         Rank 0 writes the engine, number of workers, its OpenMP threads
         (:func:`d2lpar.threads.share_cores`), and each epoch's
-        steps, seconds, test accuracy, train loss (its own shards) and,
-        on ``dist_async``, stale steps here as JSON.
+        steps, seconds, test accuracy, train loss (its own shards), the
+        loopback's bytes sent so far at its end
+        (:func:`d2lpar.multiprocess.loopback_tx_bytes`, None where it
+        cannot be read) and, on ``dist_async``, stale steps here as JSON.
     kvstore : str, optional
         The parameter server's mode (see :func:`kvstore_mode`), one of
         :data:`d2lpar.multiprocess.KVSTORES`.
