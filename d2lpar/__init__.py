@@ -18,7 +18,8 @@ Main functions, by chapter (help(dp.NAME) for each):
                      evaluate_accuracy, plot_accuracy
   Exercises          sharded_allreduce, evaluate_accuracy_sharded
   Communication      ring_allreduce, run_schedule, bucketed_allreduce,
-                     kvstore_allreduce, schedules, costmodel
+                     kvstore_allreduce, comm (schedules,
+                     cost model)
   Concise            gluon_lenet, set_lenet_params, train_concise
   Multiprocess       multiprocess (launch, run_worker, engines); the
                      command line python -m d2lpar {train,worker,launch,bench}
@@ -52,13 +53,14 @@ from . import _runtime
 
 _runtime.start()
 
-from . import checks, costmodel, epochs, pages, schedules
+from . import checks, comm, epochs, pages
 from ._runtime import CPU_TEMP_COPY
-from .buckets import bucketed_allreduce
-from .collectives import (
-    allreduce,
+from .collectives import allreduce
+from .comm import (
+    bucketed_allreduce,
     doubling_allreduce,
     flat_view,
+    kvstore_allreduce,
     ring_allreduce,
     run_schedule,
     sharded_allreduce,
@@ -72,7 +74,6 @@ from .data import load_fashion_mnist
 from .devices import devices
 from .evaluation import evaluate_accuracy, evaluate_accuracy_sharded
 from .idx import DatasetError
-from .kvstore import kvstore_allreduce
 from .model import LENET_SHAPES, init_lenet_params, lenet
 from .pages import BookSettings, book_settings, glue_text, show_source
 from .parameters import get_params
@@ -92,11 +93,10 @@ __all__ = [
     'INIT_SCALE',
     'bench',
     'checks',
-    'costmodel',
+    'comm',
     'multiprocess',
     'epochs',
     'pages',
-    'schedules',
     'BookSettings',
     'DatasetError',
     'LENET_SHAPES',

@@ -23,8 +23,8 @@ import functools
 import numpy as onp
 from mxnet import np, npx
 
-from .buckets import bucketed_allreduce, make_buckets
 from .collectives import allreduce
+from .comm.buckets import bucketed_allreduce, make_buckets
 from .model import init_lenet_params, lenet
 from .parameters import get_params
 from .splitting import split_batch

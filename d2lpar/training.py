@@ -10,7 +10,6 @@ import inspect
 from mxnet import Context, autograd, gluon
 
 from . import _d2l as d2l  # not d2l: it pins numpy 1.23.5 (_d2l.py)
-from .buckets import bucketed_allreduce
 from .checks import (
     check_devices,
     check_positive,
@@ -19,6 +18,7 @@ from .checks import (
     check_step,
 )
 from .collectives import allreduce
+from .comm.buckets import bucketed_allreduce
 from .data import load_fashion_mnist
 from .devices import devices as default_devices
 from .epochs import TrainResult, run_epochs

@@ -8,7 +8,8 @@ from conftest import LR, make_batches, write_fashion_dir
 from numpy.testing import assert_allclose, assert_array_equal
 
 import d2lpar as dp
-from d2lpar import averaging, schedules
+from d2lpar import averaging
+from d2lpar.comm import schedules
 
 
 def replicas(k, seed=1):

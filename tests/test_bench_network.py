@@ -21,7 +21,7 @@ def test_model_shape_follows_the_placement():
     fast = bn.predict_step(0.01, '10gbit')
     slow = bn.predict_step(0.01, '100mbit')
     assert slow - 0.01 == pytest.approx(
-        dp.costmodel.allreduce_time('cpu', 2, n, 100e6 / 8, 50e-6)
+        dp.comm.allreduce_time('cpu', 2, n, 100e6 / 8, 50e-6)
     )
     assert fast < slow
 
@@ -46,8 +46,8 @@ def test_placed_transfer_matches_the_model_where_the_split_is_known():
     the link); two servers holding arrays as MXNet places them cost
     about as much, twice the sharded model's even split."""
     n, bw = be.gradient_bytes(), 100e6 / 8
-    naive = dp.costmodel.allreduce_time('naive', 2, n, bw)
-    sharded = dp.costmodel.allreduce_time('sharded', 2, n, bw)
+    naive = dp.comm.allreduce_time('naive', 2, n, bw)
+    sharded = dp.comm.allreduce_time('sharded', 2, n, bw)
     one = bn.placed_transfer(1, bw, latency=0.0)
     two = bn.placed_transfer(2, bw, latency=0.0)
     assert one == pytest.approx(naive)
@@ -62,9 +62,7 @@ def test_horovod_on_one_host_shares_one_link():
         got = bn.model_transfer('horovod', None, 1, k, bw, 0.0)
         assert got == pytest.approx(2 * (k - 1) * n / bw)
     two_hosts = bn.model_transfer('horovod', None, 2, 2, bw, 0.0)
-    assert two_hosts == pytest.approx(
-        dp.costmodel.allreduce_time('ring', 2, n, bw)
-    )
+    assert two_hosts == pytest.approx(dp.comm.allreduce_time('ring', 2, n, bw))
 
 
 def network_row(rate, measured, predicted, placed=None, servers=1):

@@ -5,8 +5,8 @@ import pytest
 from conftest import assert_names_only, assert_passes, bug_ids, stub_none
 
 import d2lpar as dp
+from d2lpar.comm.schedules import naive_schedule, ring_schedule
 from d2lpar.grading.schedule import Transfer
-from d2lpar.schedules import naive_schedule, ring_schedule
 
 
 def ring_tuples(k):

@@ -20,7 +20,7 @@ from workerjobs import (
 
 import d2lpar as dp
 from d2lpar.bench import engines as be
-from d2lpar.costmodel import engine_bytes
+from d2lpar.comm.costmodel import engine_bytes
 from d2lpar.multiprocess.checkpoint import load_checkpoint
 
 pytestmark = pytest.mark.horovod

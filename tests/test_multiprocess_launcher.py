@@ -15,7 +15,7 @@ from workerjobs import (
 )
 
 from d2lpar.bench import engines as be
-from d2lpar.costmodel import engine_bytes
+from d2lpar.comm.costmodel import engine_bytes
 from d2lpar.multiprocess.launcher import launch
 
 pytestmark = pytest.mark.slow

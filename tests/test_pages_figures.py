@@ -62,12 +62,12 @@ def test_plot_accuracy_ticks_whole_epochs():
 def test_plot_traffic_draws_the_counted_bytes():
     """One line per schedule; each point is the busiest device's received
     bytes over N, as costmodel.busiest_bytes states them."""
-    from d2lpar.costmodel import busiest_bytes
+    from d2lpar.comm.costmodel import busiest_bytes
 
     ks = (2, 4, 8)
     fig = dp.pages.plot_traffic(4 * 840, ks)
     lines = fig.axes[0].lines
-    assert [line.get_label() for line in lines] == list(dp.schedules.SCHEDULES)
+    assert [line.get_label() for line in lines] == list(dp.comm.SCHEDULES)
     for line in lines:
         want = [busiest_bytes(line.get_label(), k, 1.0) for k in ks]
         assert list(line.get_ydata()) == want
@@ -79,8 +79,7 @@ def test_plot_cost_model_draws_the_model():
     fig = dp.pages.plot_cost_model(1e6, 1e9, 1e-5, ks=(2, 3, 4))
     for line in fig.axes[0].lines:
         want = [
-            1e3
-            * dp.costmodel.allreduce_time(line.get_label(), k, 1e6, 1e9, 1e-5)
+            1e3 * dp.comm.allreduce_time(line.get_label(), k, 1e6, 1e9, 1e-5)
             for k in (2, 3, 4)
         ]
         assert list(line.get_ydata()) == want
@@ -90,15 +89,12 @@ def test_plot_cost_model_draws_the_model():
 def test_every_benchmark_row_and_model_curve_has_its_own_style():
     """LINE_STYLES names every row the benchmark writes and every
     algorithm of the cost model, and no two share a style."""
-    from d2lpar.bench.allreduce import ALGORITHMS, BASELINES
+    from d2lpar.bench.allreduce import BASELINES
+    from d2lpar.comm import ALGORITHMS
 
-    names = (
-        set(BASELINES) | set(ALGORITHMS) | set(dp.costmodel.MESSAGE_PATTERNS)
-    )
+    names = set(BASELINES) | set(ALGORITHMS) | set(dp.comm.MESSAGE_PATTERNS)
     assert names <= set(dp.pages.LINE_STYLES)
-    styles = [
-        tuple(sorted(s.items())) for s in dp.pages.LINE_STYLES.values()
-    ]
+    styles = [tuple(sorted(s.items())) for s in dp.pages.LINE_STYLES.values()]
     assert len(set(styles)) == len(styles)
 
 

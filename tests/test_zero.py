@@ -9,7 +9,8 @@ from mxnet import np
 from numpy.testing import assert_allclose, assert_array_equal
 
 import d2lpar as dp
-from d2lpar import optim, schedules, zero
+from d2lpar import optim, zero
+from d2lpar.comm import schedules
 
 
 def replicas(k, seed=1):

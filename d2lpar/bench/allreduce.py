@@ -16,7 +16,7 @@ thing each, here and in the chapters:
   operators the engine orders better can beat it.
 - **ceiling**: the best ratio to the copy that a count of bytes allows
   at one copy's memory bandwidth, computed, not measured
-  (:func:`d2lpar.costmodel.memory_traffic`).
+  (:func:`d2lpar.comm.memory_traffic`).
 - **noise floor**: at ``k = 2`` the sharded and ring allreduces make
   the same transfers; the gap between their times is what the
   benchmark cannot resolve (:func:`noise`). :func:`verdict` states a
@@ -33,33 +33,10 @@ import statistics
 import mxnet as mx
 from mxnet import np, npx
 
-from ..collectives import allreduce, run_schedule
+from ..comm.algorithms import ALGORITHMS
 from ..devices import devices as default_devices
-from ..kvstore import kvstore_allreduce
-from ..schedules import SCHEDULES, naive_schedule
 from .timing import compare_times, median_seconds
 
-
-def _scheduled(make):
-    return lambda data: run_schedule(data, make(len(data)))
-
-
-# Every allreduce by name: the chapters, the figures and the tests take
-# them from here. The hand-written ones run their schedules, except the
-# chapter's naive allreduce itself, which allocates a fresh array for
-# every transfer; 'naive (reused)' runs the same transfers through
-# run_schedule's reused buffers and so tells the two costs apart.
-ALGORITHMS = {
-    'naive': allreduce,
-    'naive (reused)': _scheduled(naive_schedule),
-    **{
-        name: _scheduled(make)
-        for name, make in SCHEDULES.items()
-        if name != 'naive'
-    },
-    'kvstore device': kvstore_allreduce,
-    'kvstore local': lambda data: kvstore_allreduce(data, 'local'),
-}
 # Bytes per array; MB means 10**6 bytes in this benchmark and its pages.
 SIZES = (4_000, 64_000, 1_000_000, 16_000_000, 64_000_000)
 
@@ -250,7 +227,7 @@ def lenet_sync(algorithm, devices, bucket=False):
     callable
         Takes no arguments.
     """
-    from ..buckets import bucketed_allreduce
+    from ..comm.buckets import bucketed_allreduce
     from ..model import LENET_SHAPES
 
     grads = [

@@ -4,12 +4,12 @@
 :doc:`/book/several-hosts`) runs the jobs of :mod:`d2lpar.bench.engines`
 on a network limited by :mod:`d2lpar.multiprocess.netem`, on one host or
 on two emulated hosts, and sets each measured step beside what
-:mod:`d2lpar.costmodel` predicts from the bytes each placement sends.
+:mod:`d2lpar.comm.costmodel` predicts from the bytes each placement sends.
 """
 
 from mxnet import npx
 
-from ..costmodel import allreduce_time
+from ..comm.costmodel import allreduce_time
 from ..data import load_fashion_mnist
 from ..model import LENET_SHAPES, init_lenet_params
 from ..multiprocess import netem

@@ -2,7 +2,7 @@
 
 The other assignments' references are the library's own functions:
 :func:`d2lpar.allreduce`, :func:`d2lpar.sharded_allreduce`,
-:func:`d2lpar.schedules.ring_schedule`, :func:`d2lpar.split_batch`,
+:func:`d2lpar.comm.ring_schedule`, :func:`d2lpar.split_batch`,
 :func:`d2lpar.evaluate_accuracy_sharded`, :func:`d2lpar.train_batch`.
 """
 

@@ -2,8 +2,8 @@
 
 import numpy as onp
 
-from ..collectives import run_schedule
-from ..schedules import Transfer, traffic
+from ..comm.algorithms import run_schedule
+from ..comm.schedules import Transfer, traffic
 from .allreduce import diagnose_sum, make_inputs
 from .report import call, run_cases
 
@@ -89,12 +89,12 @@ def check_ring_schedule(fn):
     """Check a student's ring allreduce schedule on k = 1..5 devices.
 
     ``fn(k)`` must return a schedule like
-    :func:`d2lpar.schedules.ring_schedule`: a list of steps, each a list
-    of :class:`d2lpar.schedules.Transfer` where device ``i`` only sends
+    :func:`d2lpar.comm.ring_schedule`: a list of steps, each a list
+    of :class:`d2lpar.comm.Transfer` where device ``i`` only sends
     to ``(i + 1) % k``. :func:`d2lpar.run_schedule` of it must leave the
     sum on every device, every device must send and receive at most
     ``2 (k-1) N / k`` of an array's ``N`` elements (counted in bytes by
-    :func:`d2lpar.schedules.traffic`), in ``2 (k-1)`` steps.
+    :func:`d2lpar.comm.traffic`), in ``2 (k-1)`` steps.
 
     Parameters
     ----------
@@ -108,7 +108,7 @@ def check_ring_schedule(fn):
     Examples
     --------
     >>> import d2lpar as dp
-    >>> bool(dp.check_ring_schedule(dp.schedules.ring_schedule))
+    >>> bool(dp.check_ring_schedule(dp.comm.ring_schedule))
     True
     """
     return run_cases(

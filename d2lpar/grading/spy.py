@@ -18,12 +18,12 @@ from mxnet import np
 # none of them. Name -> the module defining it.
 COLLECTIVES = {
     'allreduce': 'd2lpar.collectives',
-    'sharded_allreduce': 'd2lpar.collectives',
-    'ring_allreduce': 'd2lpar.collectives',
-    'doubling_allreduce': 'd2lpar.collectives',
-    'run_schedule': 'd2lpar.collectives',
-    'kvstore_allreduce': 'd2lpar.kvstore',
-    'bucketed_allreduce': 'd2lpar.buckets',
+    'sharded_allreduce': 'd2lpar.comm.algorithms',
+    'ring_allreduce': 'd2lpar.comm.algorithms',
+    'doubling_allreduce': 'd2lpar.comm.algorithms',
+    'run_schedule': 'd2lpar.comm.algorithms',
+    'kvstore_allreduce': 'd2lpar.comm.kvstore',
+    'bucketed_allreduce': 'd2lpar.comm.buckets',
 }
 
 
@@ -82,7 +82,7 @@ def install(forbidden=None):
     for name, where in forbidden.items():
         module = importlib.import_module(where)
         watched = _watch(name, getattr(module, name))
-        for owner in (module, d2lpar):
+        for owner in (module, d2lpar, d2lpar.comm):
             if hasattr(owner, name):
                 _SAVED.append((owner, name, getattr(owner, name)))
                 setattr(owner, name, watched)

@@ -4,8 +4,8 @@ import matplotlib.pyplot as plt
 from matplotlib.patches import FancyArrowPatch, Rectangle
 from matplotlib.ticker import MaxNLocator
 
-from .. import schedules
-from ..costmodel import allreduce_time, engine_bytes
+from ..comm import schedules
+from ..comm.costmodel import allreduce_time, engine_bytes
 from ..splitting import shard_ranges
 
 # One colour per device, the same on every page.
@@ -208,7 +208,7 @@ def draw_ring_trace(k=4):
     Taught in :doc:`/book/allreduce-algorithms`. One panel per step:
     rows are devices, columns chunks, and the number is how many
     devices' contributions that chunk holds (``k`` means fully summed).
-    The panels replay :func:`d2lpar.schedules.ring_schedule`, the
+    The panels replay :func:`d2lpar.comm.ring_schedule`, the
     schedule :func:`d2lpar.ring_allreduce` runs.
 
     Parameters
@@ -256,8 +256,8 @@ def plot_traffic(nbytes, ks=(2, 4, 8, 16)):
     """Bytes the busiest device receives, per algorithm, against k.
 
     Taught in :doc:`/book/allreduce-algorithms`. Counted by
-    :func:`d2lpar.schedules.traffic` from the schedules of
-    :data:`d2lpar.schedules.SCHEDULES`; in every one of them the busiest
+    :func:`d2lpar.comm.traffic` from the schedules of
+    :data:`d2lpar.comm.SCHEDULES`; in every one of them the busiest
     device sends as many bytes as it receives, so one direction is
     drawn.
 
@@ -309,7 +309,7 @@ def plot_cost_model(
     Parameters
     ----------
     nbytes, bandwidth, latency : float
-        See :func:`d2lpar.costmodel.allreduce_time`.
+        See :func:`d2lpar.comm.allreduce_time`.
     ks : sequence of int, optional
     algorithms : sequence of str, optional
 
@@ -393,7 +393,7 @@ def plot_engines(rows, nbytes):
     step. Right: bytes sent over loopback per step, in units of the
     gradients' size ``N``, beside the textbook count (parameter server
     with one server: each worker pushes and pulls ``N``, ``2kN`` in all;
-    ring all-reduce: ``2(k-1)N``; :func:`d2lpar.costmodel.engine_bytes`).
+    ring all-reduce: ``2(k-1)N``; :func:`d2lpar.comm.engine_bytes`).
 
     Parameters
     ----------

@@ -1,14 +1,13 @@
-"""d2lpar.schedules: who sends what, checked against the real copies."""
+"""d2lpar.comm.schedules: who sends what, checked against the real copies."""
 
 import mxnet as mx
 import numpy as onp
 import pytest
 from mxnet import np
 
-from d2lpar import schedules
-from d2lpar.bench.allreduce import ALGORITHMS
-from d2lpar.costmodel import busiest_bytes
-from d2lpar.schedules import SCHEDULES
+from d2lpar.comm import ALGORITHMS, schedules
+from d2lpar.comm.costmodel import busiest_bytes
+from d2lpar.comm.schedules import SCHEDULES
 
 
 @pytest.mark.parametrize('name', SCHEDULES)

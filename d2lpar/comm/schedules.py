@@ -13,7 +13,7 @@ whole array.
 
 import collections
 
-from .splitting import shard_sizes
+from ..splitting import shard_sizes
 
 Transfer = collections.namedtuple('Transfer', 'src dst chunk reduce')
 Transfer.__doc__ = (

@@ -41,7 +41,7 @@ def test_store_is_replaced_before_it_outgrows_max_keys():
     """Reducing more shapes than MAX_KEYS never holds more than MAX_KEYS
     keys in one store (a fresh store replaces a full one), and every
     result is still the sum."""
-    from d2lpar import kvstore
+    from d2lpar.comm import kvstore
 
     devices = [mx.cpu(0), mx.cpu(1)]
     for n in range(1, kvstore.MAX_KEYS + 10):

@@ -3,7 +3,7 @@
 import mxnet as mx
 from mxnet import np
 
-from .collectives import check_allreduce_input
+from ..collectives import check_allreduce_input
 
 # One store per kind, reused across calls: creating a kvstore and
 # initialising its keys costs far more than a small allreduce, and a
@@ -53,7 +53,7 @@ def kvstore_allreduce(data, kind='device'):
     ValueError
         If ``kind`` is not ``'device'`` or ``'local'``.
     TypeError, ValueError
-        See :func:`d2lpar.collectives.check_allreduce_input`.
+        See :func:`d2lpar.comm.collectives.check_allreduce_input`.
     """
     check_allreduce_input(data, 'kvstore_allreduce')
     if kind not in ('device', 'local'):

@@ -3,7 +3,7 @@ and which parameters share a bucket of a given size."""
 
 from mxnet import np
 
-from .collectives import allreduce
+from ..collectives import allreduce
 
 
 def bucketed_allreduce(arrays_per_device, algorithm=allreduce):

@@ -1,8 +1,8 @@
-"""d2lpar.costmodel: the alpha-beta model and d2l's worked examples."""
+"""d2lpar.comm.costmodel: the alpha-beta model and d2l's worked examples."""
 
 import pytest
 
-from d2lpar.costmodel import allreduce_time, busiest_bytes
+from d2lpar.comm.costmodel import allreduce_time, busiest_bytes
 
 MB, GB = 1e6, 1e9
 
@@ -78,7 +78,7 @@ def test_unknown_algorithm_and_one_device():
 def test_memory_traffic_ceilings():
     """Against a plain copy, a perfect fused allreduce can reach 1/k of
     the copy's speed (0.5 for 2 devices) and ours 2/(7(k-1))."""
-    from d2lpar.costmodel import memory_traffic
+    from d2lpar.comm.costmodel import memory_traffic
 
     copy = memory_traffic('copy', 2, MB)
     assert copy / memory_traffic('ideal', 2, MB) == pytest.approx(0.5)
@@ -93,8 +93,8 @@ def test_memory_traffic_counts_the_implementation():
     """7(k-1)N is what the ring's schedule implies: (k-1)N bytes received
     in each phase; reduce-phase bytes are copied (2) and added (3),
     gather-phase bytes copied (2)."""
-    from d2lpar import schedules
-    from d2lpar.costmodel import memory_traffic
+    from d2lpar.comm import schedules
+    from d2lpar.comm.costmodel import memory_traffic
 
     k, n = 4, 1000
     schedule = schedules.ring_schedule(k)
@@ -107,7 +107,7 @@ def test_memory_traffic_counts_the_implementation():
 def test_engine_bytes_textbook_counts_and_band():
     """One parameter server: 2kN per step; a ring all-reduce: 2(k-1)N;
     the band lies around the model, and unknown engines are refused."""
-    from d2lpar.costmodel import engine_bytes
+    from d2lpar.comm.costmodel import engine_bytes
 
     assert engine_bytes('kvstore', 2, MB)[0] == 4 * MB
     assert engine_bytes('horovod', 2, MB)[0] == 2 * MB

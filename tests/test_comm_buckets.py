@@ -7,7 +7,7 @@ from mxnet import np
 from numpy.testing import assert_allclose
 
 import d2lpar as dp
-from d2lpar.bench.allreduce import ALGORITHMS
+from d2lpar.comm import ALGORITHMS
 
 SHAPES = [(20, 1, 3, 3), (20,), (3, 4), (1,)]
 

@@ -77,7 +77,7 @@ def busiest_bytes(algorithm, k, nbytes):
     """Bytes the busiest device receives (and as many it sends).
 
     Taught in :doc:`/book/allreduce-algorithms`; the one statement of
-    the textbook counts, which :func:`d2lpar.schedules.traffic` must
+    the textbook counts, which :func:`d2lpar.comm.traffic` must
     reproduce from the schedules (exactly when ``k`` divides the array):
 
     - naive: ``(k-1) N``, all on device 0;
