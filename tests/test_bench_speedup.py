@@ -64,6 +64,11 @@ def test_two_devices_measures_once_then_reads(tmp_path, monkeypatch):
     )
     fourth = speedup.two_devices(str(path))
     assert not fourth['reused'] and len(calls) == 3
+    assert speedup.two_devices(str(path))['reused'] and len(calls) == 3
+    # So is one measured another way (an older version of the module).
+    monkeypatch.setattr(speedup, 'FORMAT', speedup.FORMAT + 1)
+    fifth = speedup.two_devices(str(path))
+    assert not fifth['reused'] and len(calls) == 4
 
 
 def test_the_file_lives_in_the_books_build_folder(tmp_path, monkeypatch):
@@ -104,3 +109,32 @@ def test_a_disturbed_round_is_measured_again(tmp_path, monkeypatch):
     assert speedup.disturbed_rounds(first) == []
     quiet = _result([100.0, 120.0], [80.0, 90.0])
     assert speedup.disturbed_rounds(quiet) == []
+
+
+def test_a_rerun_rounds_rate_runs_join_the_limit(tmp_path, monkeypatch):
+    """The re-run round's rate runs join the limit's: the limit is the
+    best rate seen while the benchmark ran, and every row's limit and
+    ratio follow it."""
+    calls = []
+
+    def fake(device_counts, progress=None, steps=None, rounds=None):
+        calls.append(rounds)
+        if len(calls) == 1:
+            result = _result([100.0, 1000.0], [80.0, 90.0])
+            runs = [50.0, 60.0]
+        else:
+            result = _result([110.0], [85.0])
+            runs = [40.0, 80.0]
+        return dict(result, steps=steps, gflops_runs=runs,
+                    gflops=max(runs), flops_per_step=4e9)  # fmt: skip
+
+    monkeypatch.setattr(speedup, 'compare_training', fake)
+    monkeypatch.setattr(
+        speedup, 'design', lambda quick: dict(steps=4, rounds=2)
+    )
+    result = speedup.two_devices(str(tmp_path / 'a.json'))
+    assert result['gflops_runs'] == [50.0, 60.0, 40.0, 80.0]
+    assert result['gflops'] == 80.0
+    for row in result['rows']:
+        assert row['limit_ms'] == pytest.approx(50.0)  # 4e9 at 80 GFLOP/s
+        assert row['ratio'] == pytest.approx(row['ms_per_step'] / 50.0)

@@ -80,6 +80,18 @@ def test_format_steps_speedups():
     ]  # fmt: skip
 
 
+def test_format_steps_without_one_device_has_no_speedups():
+    """Two devices alone (the pool comparison): no speed-up column, which
+    would need one device's step, and every round."""
+    rows = [
+        dict(devices=2, temp_copy='4', sec_per_step=0.2, rounds=[0.2, 0.3]),
+        dict(devices=2, temp_copy='64', sec_per_step=0.1, rounds=[0.1, 0.1]),
+    ]
+    lines = bench.format_steps(rows).splitlines()
+    assert 'speed-up' not in lines[0] and 'x' not in ''.join(lines[1:])
+    assert lines[1].split() == ['4', '2', '200.0', '200.0', '300.0']
+
+
 @pytest.mark.parametrize('preset, expected', [(None, '64'), ('8', '8')])
 def test_import_sets_temp_copy_unless_user_did(preset, expected):
     """Importing d2lpar enlarges MXNet's CPU scratch pool so CPU contexts

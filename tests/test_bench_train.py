@@ -81,9 +81,9 @@ def test_compare_training_measures_each_path_and_device_count(
     assert sorted((r['path'], r['devices']) for r in rows) == [
         ('d2l', 1), ('d2l', 2), ('d2lpar', 1), ('d2lpar', 2)
     ]  # fmt: skip
-    # The limit is measured once, in a process of its own, several
-    # times; the best run is the limit's rate.
-    assert len(result['gflops_runs']) == 5
+    # The limit's rate: 3 runs in a process of its own, then one in
+    # each round's process (2 paths x 1 round); the best run counts.
+    assert len(result['gflops_runs']) == 3 + 2
     assert result['gflops'] == max(result['gflops_runs'])
     limit = 1000 * lenet_flops(16) / (result['gflops'] * 1e9)
     for r in rows:
@@ -117,20 +117,29 @@ def test_compare_rounds_needs_every_round_apart():
 def test_compare_training_alternates_paths_and_device_counts(monkeypatch):
     """Round r runs the paths in order on even r, reversed on odd r, and
     one device first in every process; each child's results land in its
-    own path's rows."""
+    own path's rows; the limit's rate is the best of the runs before the
+    rounds and the one each round's process adds after its steps."""
     calls = []
 
     def child(env, fn, arg_list, timeout):
         if fn is bt._rates:  # the limit, once, before the rounds
             calls.append('limit')
             return [[100.0, 160.0, 120.0]]
-        path = arg_list[0][0]
-        calls.append((path, [a[1] for a in arg_list]))
-        return [0.1 if path == 'd2lpar' else 0.2 for _ in arg_list]
+        assert fn is bt._round and len(arg_list) == 1
+        path, counts, _, _ = arg_list[0]
+        calls.append((path, counts))
+        rate = 170.0 if len(calls) == 4 else 90.0  # one round ran faster
+        return [([0.1 if path == 'd2lpar' else 0.2 for _ in counts], rate)]
 
     monkeypatch.setattr(bt, 'in_fresh_process_each', child)
     result = bt.compare_training((1, 2, 4), steps=1, rounds=3)
-    assert result['gflops'] == 160.0
+    assert (
+        result['gflops_runs']
+        == [100.0, 160.0, 120.0] + [90.0] * 2 + [170.0] + [90.0] * 3
+    )
+    assert result['gflops'] == 170.0
+    limit = 1000 * lenet_flops(256) / 170e9
+    assert all(r['limit_ms'] == pytest.approx(limit) for r in result['rows'])
     assert calls.pop(0) == 'limit'
     assert calls == [
         ('d2l', [1, 2, 4]), ('d2lpar', [1, 2, 4]),

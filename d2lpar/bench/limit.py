@@ -1,12 +1,15 @@
 """The machine's limit on a LeNet step, and the kernels that run it.
 
 The limit is the step's floating-point operations, counted from LeNet's
-shapes (:func:`lenet_flops`), divided by the rate a large matrix
-product reaches on this machine's cores (:func:`matmul_rate`), measured
-in the same run as the steps it is compared with. It is an estimate, not
-a bound: a convolution computed another way (Winograd's or an FFT's
-algorithm) needs fewer operations than the count assumes, and a kernel
-could beat the product's rate. :func:`kernel_implementations` says which
+shapes (:func:`lenet_flops`: the products of the four weighted layers,
+forward and backward, two operations per multiply-add), divided by the
+rate a large matrix product reaches on this machine's cores
+(:func:`matmul_rate`, the same two operations per multiply-add),
+measured in the same run as the steps it is compared with. It is an
+estimate, not a bound: a convolution computed another way (Winograd's or
+an FFT's algorithm) needs fewer operations than the count assumes, a
+kernel could beat the product's rate, and the operations the count
+leaves out (ReLU, pooling, the loss, the update) take time of their own. :func:`kernel_implementations` says which
 oneDNN kernel runs each layer, which explains part of the gap.
 """
 

@@ -39,6 +39,8 @@ def time_steps(num_devices, batch_size=256, repeats=20, warmup=3):
     X = np.array(rng.uniform(size=(batch_size, 1, 28, 28)), dtype='float32')
     y = np.array(rng.integers(0, 10, batch_size), dtype='int32')
     devices = dp.devices(num_devices)
+    # The devices share the cores as in dp.train (one device every core).
+    dp.thread_budget(devices)
     params = dp.init_lenet_params(0, 0.1)
     device_params = [dp.get_params(params, d) for d in devices]
     return median_seconds(
@@ -63,7 +65,7 @@ def compare_steps(
     (alternating their order over rounds). All settings are measured
     once per round, interleaved, and every round is kept: a verdict
     needs every round of one setting to beat every round of the other
-    (:func:`d2lpar.bench.timing.compare_times`).
+    (:func:`d2lpar.bench.compare_times`).
 
     Parameters
     ----------
@@ -94,7 +96,7 @@ def compare_steps(
         for temp_copy in list(temp_copies)[:: -1 if r % 2 else 1]:
             # One process per pool size (read when MXNet's engine
             # starts), not per device count: start-up costs more than the
-            # timed steps, and the thread budget is set per step.
+            # timed steps, and time_steps sets each count's threads.
             seconds = in_fresh_process_each(
                 {'MXNET_CPU_TEMP_COPY': str(temp_copy)},
                 time_steps,
@@ -111,21 +113,26 @@ def compare_steps(
 
 
 def format_steps(rows):
-    """A table of :func:`compare_steps` rows: the median step, its
-    speed-up over one device with the same pool, and every round."""
-    lines = [
-        f'{"MXNET_CPU_TEMP_COPY":>20} {"devices":>8} '
-        f'{"ms/step":>9} {"speed-up":>9}  each round (ms/step)'
-    ]
+    """A table of :func:`compare_steps` rows: the median step, every
+    round, and (where one device was timed with the same pool) the
+    speed-up over it."""
     base = {
         r['temp_copy']: r['sec_per_step'] for r in rows if r['devices'] == 1
     }
+    lines = [
+        f'{"MXNET_CPU_TEMP_COPY":>20} {"devices":>8} {"ms/step":>9}'
+        + (f' {"speed-up":>9}' if base else '')
+        + '  each round (ms/step)'
+    ]
     for r in rows:
-        speedup = base.get(r['temp_copy'], float('nan')) / r['sec_per_step']
         each = ' '.join(f'{1000 * s:.1f}' for s in r.get('rounds', ()))
+        speedup = ''
+        if base:
+            ratio = base.get(r['temp_copy'], float('nan')) / r['sec_per_step']
+            speedup = f' {ratio:>8.2f}x'
         lines.append(
             f'{r["temp_copy"]:>20} {r["devices"]:>8} '
-            f'{1000 * r["sec_per_step"]:>9.1f} {speedup:>8.2f}x  {each}'
+            f'{1000 * r["sec_per_step"]:>9.1f}{speedup}  {each}'
         )
     return '\n'.join(lines)
 

@@ -12,8 +12,10 @@ for 1, 2 and 4 devices, in a fresh process per way and round:
   in-memory data pipeline, scratch pool, thread budget, and a loop that
   never waits for a step before queueing the next).
 
-Beside each row stands the limit (:mod:`d2lpar.bench.limit`): an
-estimate of the fastest a step could be here, not a bound.
+Beside each row stands the limit (:mod:`d2lpar.bench.limit`): the
+step's floating-point operations at the best rate a matrix product
+reached while the benchmark ran, an estimate of the fastest a step could
+be here, not a bound.
 :mod:`d2lpar.bench.profile` says where a step's time goes.
 """
 
@@ -30,7 +32,8 @@ D2L_LOADER_WORKERS = 4
 
 
 def _rates(runs):
-    """In a fresh process: ``runs`` matrix-product rates, in GFLOP/s."""
+    """In a fresh process: ``runs`` matrix-product rates on every core, in
+    GFLOP/s (:func:`d2lpar.bench.rate_on_every_core`)."""
     return [rate_on_every_core() for _ in range(runs)]
 
 
@@ -132,6 +135,15 @@ def _epoch_seconds(path, num_devices, batch_size, steps):
     return seconds
 
 
+def _round(path, counts, batch_size, steps):
+    """In a fresh process: one round of ``path`` on each device count in
+    ``counts`` (seconds of each timed pass), then one run of the matrix
+    product's rate on every core (GFLOP/s), a sample of the machine's
+    speed at that moment for the limit."""
+    seconds = [_epoch_seconds(path, k, batch_size, steps) for k in counts]
+    return seconds, rate_on_every_core()
+
+
 def compare_training(
     device_counts=(1, 2, 4),
     paths=PATHS,
@@ -140,7 +152,7 @@ def compare_training(
     rounds=3,
     timeout=600,
     progress=None,
-    limit_runs=5,
+    limit_runs=3,
 ):
     """Time each path on each device count, interleaved, in fresh processes.
 
@@ -162,8 +174,9 @@ def compare_training(
     progress : callable, optional
         Called with a line of text after each measurement.
     limit_runs : int, optional
-        The matrix product's rate is measured this many times, once,
-        in a fresh process before the rounds; the best is the limit's.
+        Runs of the matrix product's rate in a fresh process of their
+        own before the rounds; every round's process adds one more run
+        after its steps. The best of all of them is the limit's rate.
 
     Returns
     -------
@@ -171,8 +184,8 @@ def compare_training(
         ``rows``: per (path, devices) the median ms per step, every
         round's value (``rounds``), the limit in ms and ``ratio``, the
         median ms per step over that limit; ``flops_per_step``,
-        ``gflops`` (the best rate), ``gflops_runs`` (every run of it),
-        ``cores``, ``batch_size``.
+        ``gflops`` (the best rate), ``gflops_runs`` (every run of it, in
+        the order measured), ``cores``, ``batch_size``, ``steps``.
     """
     from ..threads import available_cores
 
@@ -184,16 +197,13 @@ def compare_training(
             )
     cores = available_cores()
     flops = lenet_flops(batch_size)
-    # The limit is measured once, in a process of its own that has run
-    # nothing else, and the best run kept: inside a process that has just
-    # trained, the rate swung by a factor of 2 between runs here (the
-    # machine is shared and its speed drifts), and a ratio over a slow
-    # moment's rate would make a step look closer to the limit than it is.
+    # The limit is the best rate seen, from a process of its own that has
+    # run nothing else and from every round's process after its steps:
+    # this machine is shared and its speed drifts (one process's rate
+    # swung between 104 and 200 GFLOP/s here), and a limit taken at a
+    # slow moment would make a step look closer to it than it is.
     (rates,) = in_fresh_process_each({}, _rates, [(limit_runs,)], timeout)
-    gflops = max(rates)
-    limit_ms = 1000 * flops / (gflops * 1e9)
-    if progress:
-        progress(f'limit: {gflops:.0f} GFLOP/s = {limit_ms:.1f} ms per step')
+    rates = list(rates)
     times = {(p, k): [] for p in paths for k in device_counts}
     defaults = {'d2l': {'MXNET_CPU_TEMP_COPY': '4'}, 'd2lpar': {}}
     for r in range(rounds):
@@ -203,12 +213,13 @@ def compare_training(
             # One process per path and round, not per setting: the path's
             # start-up settings (the scratch pool) are the same for all
             # device counts, and the thread budget is set per call.
-            seconds = in_fresh_process_each(
+            ((seconds, rate),) = in_fresh_process_each(
                 defaults[path],
-                _epoch_seconds,
-                [(path, k, batch_size, steps) for k in counts],
+                _round,
+                [(path, counts, batch_size, steps)],
                 timeout,
             )
+            rates.append(rate)
             for k, sec in zip(counts, seconds):
                 times[path, k].append(1000 * sec / steps)
                 if progress:
@@ -217,6 +228,10 @@ def compare_training(
                         f'device{"s" if k > 1 else ""}: '
                         f'{times[path, k][-1]:.1f} ms/step'
                     )
+    gflops = max(rates)
+    limit_ms = 1000 * flops / (gflops * 1e9)
+    if progress:
+        progress(f'limit: {gflops:.0f} GFLOP/s = {limit_ms:.1f} ms per step')
     rows = []
     for (path, k), values in times.items():
         ms = statistics.median(values)
