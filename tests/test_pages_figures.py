@@ -34,7 +34,8 @@ def test_plot_split_one_box_per_example():
 
 
 def test_plot_accuracy_draws_each_run():
-    """One accuracy line per run and one bar of seconds per run."""
+    """One accuracy line per run, and one line per run of every epoch's
+    training seconds (not a mean, which would hide the spread)."""
     runs = [
         dp.TrainResult([0.1, 0.5], [2.0, 2.0], [], 256, 0.2),
         dp.TrainResult([0.1, 0.6], [1.0, 3.0], [], 256, 0.2),
@@ -45,7 +46,11 @@ def test_plot_accuracy_draws_each_run():
         [0.1, 0.5],
         [0.1, 0.6],
     ]
-    assert [bar.get_height() for bar in ax_time.patches] == [2.0, 2.0]
+    assert [list(line.get_ydata()) for line in ax_time.lines] == [
+        [2.0, 2.0],
+        [1.0, 3.0],
+    ]
+    assert ax_time.get_ylabel() == 'training seconds'
     plt.close(fig)
 
 

@@ -147,7 +147,7 @@ def plot_split(n, k):
 
 
 def plot_accuracy(results, labels):
-    """Compare runs: test accuracy per epoch and seconds per epoch.
+    """Compare runs: test accuracy and training seconds, epoch by epoch.
 
     Taught in :doc:`/book/training`.
 
@@ -169,12 +169,15 @@ def plot_accuracy(results, labels):
     ax_acc.set(xlabel='epoch', ylabel='test accuracy', ylim=(0, 1))
     ax_acc.xaxis.set_major_locator(MaxNLocator(integer=True))  # no 1.25
     ax_acc.legend()
-    ax_time.bar(
-        labels,
-        [r.sec_per_epoch for r in results],
-        color=DEVICE_COLORS[: len(results)],
-    )
-    ax_time.set(ylabel='seconds per epoch')
+    # Every epoch's time, not a mean: the spread shows whether two runs'
+    # epochs overlap. Training only; the test after each epoch is not
+    # timed (TrainResult.epoch_seconds).
+    for result, label, color in zip(results, labels, DEVICE_COLORS):
+        epochs = range(1, len(result.epoch_seconds) + 1)
+        ax_time.plot(epochs, result.epoch_seconds, 'o-', color=color,
+                     label=label)  # fmt: skip
+    ax_time.set(xlabel='epoch', ylabel='training seconds', ylim=(0, None))
+    ax_time.xaxis.set_major_locator(MaxNLocator(integer=True))
     fig.tight_layout()
     return fig
 
@@ -345,7 +348,7 @@ def plot_bandwidth(rows):
     Parameters
     ----------
     rows : list of dict
-        As returned by :func:`d2lpar.bench.allreduce.run`.
+        As returned by :func:`d2lpar.bench.measure_allreduce`.
 
     Returns
     -------
@@ -387,7 +390,7 @@ def plot_bandwidth(rows):
 
 
 def plot_engines(rows, nbytes):
-    """Bar charts of :func:`d2lpar.bench.engines.measure_engine` rows.
+    """Bar charts of :func:`d2lpar.bench.measure_engine` rows.
 
     Taught in :doc:`/book/multiprocess`. Left: milliseconds per
     step. Right: bytes sent over loopback per step, in units of the
@@ -428,7 +431,7 @@ def plot_network(rows):
     engine, servers): dots are measured, dashes the model's prediction
     (compute alone plus the model's transfers), dots-and-dashes the
     model with the bytes each parameter server really holds, from the
-    rows of :func:`d2lpar.bench.network.measure_network`.
+    rows of :func:`d2lpar.bench.measure_network`.
 
     Returns
     -------
