@@ -1,10 +1,11 @@
 """Parameter server vs Horovod: step time and bytes on loopback.
 
 ``python -m d2lpar bench engines`` runs the same worker
-(:func:`d2lpar.multiprocess.run_worker`) on each engine, twice: a short and a
-longer job. The difference between the two removes everything that does
-not grow with the number of steps (start-up, the initial broadcast,
-evaluation), so what is left is the cost of one training step. With
+(:func:`d2lpar.multiprocess.run_worker`) on each engine, in one job of two
+epochs. The first holds everything that happens once (start-up, the
+initial broadcast, the first steps' set-up); the second is what one
+epoch of training steps costs: its time, and its bytes, which rank 0
+reads off the job's private loopback at each epoch's end. With
 ``--rate`` it measures the step time on an emulated network instead
 (:mod:`d2lpar.bench.network`).
 """
@@ -125,8 +126,10 @@ def run_job(
     servers=1,
     rate=None,
     hosts=1,
+    epochs=1,
 ):
-    """Run one training job; return its stats with ``bytes`` added.
+    """Run one training job; return its last epoch's stats, with
+    ``bytes`` (the whole job's) and ``epochs`` (every epoch's stats).
 
     ``rate`` limits the network (``'100mbit'``); ``hosts=2`` places the
     workers on two emulated hosts, and ``bytes`` is then what crossed
@@ -142,7 +145,7 @@ def run_job(
         stats_path = os.path.join(tmp, 'stats.json')
         args = [
             '--epochs',
-            '1',
+            str(epochs),
             '--batch-size',
             str(batch_size),
             '--num-train',
@@ -184,19 +187,23 @@ def run_job(
             )
         with open(stats_path) as f:
             stats = json.load(f)
-    return dict(stats['epochs'][0], bytes=sent)
+    return dict(stats['epochs'][-1], bytes=sent, epochs=stats['epochs'])
 
 
 def measure_engine(
     engine,
     workers=2,
     batch_size=128,
-    steps=(10, 40),
+    steps=20,
     num_test=512,
     timeout=600,
     servers=1,
 ):
     """Seconds and loopback bytes of one training step on ``engine``.
+
+    One job of two epochs of ``steps`` steps each, in a network namespace
+    of its own (:func:`d2lpar.multiprocess.run_counting_bytes`). The
+    second epoch is measured: the first holds the start-up.
 
     Parameters
     ----------
@@ -204,45 +211,48 @@ def measure_engine(
     workers : int, optional
     batch_size : int, optional
         Examples per worker per step.
-    steps : (int, int), optional
-        Steps of the short and the long job.
+    steps : int, optional
+        Steps per epoch.
     num_test : int, optional
     timeout : float, optional
-        Seconds each job may take.
+        Seconds the job may take.
+    servers : int, optional
+        The parameter server's servers.
 
     Returns
     -------
     dict
-        ``engine``, ``workers``, ``sec_per_step`` (the long job's training
-        time over its steps), ``bytes_per_step`` (extra bytes of the long
-        job over the short one, per extra step; None where bytes cannot
-        be counted), ``test_acc`` (the long job's).
+        ``engine``, ``workers``, ``servers``, ``sec_per_step`` (the second
+        epoch's training time over its steps), ``bytes_per_step`` (the
+        loopback's bytes between the two epochs' ends, over the second
+        epoch's steps: its steps and the few bytes of its test sums; None
+        where the job could not have a namespace of its own),
+        ``test_acc`` (after the second epoch).
     """
-    global_batch = batch_size * workers
-    short, long = (
-        run_job(
-            engine,
-            workers,
-            batch_size,
-            s * global_batch,
-            num_test,
-            timeout,
-            servers,
-        )
-        for s in steps
+    job = run_job(
+        engine,
+        workers,
+        batch_size,
+        steps * batch_size * workers,
+        num_test,
+        timeout,
+        servers,
+        epochs=2,
     )
+    first, second = job['epochs']
     per_step = None
-    if short['bytes'] is not None and long['bytes'] is not None:
-        per_step = (long['bytes'] - short['bytes']) / (
-            long['steps'] - short['steps']
-        )
+    counted = (job['bytes'], first['loopback_bytes'], second['loopback_bytes'])
+    if None not in counted:
+        per_step = (
+            second['loopback_bytes'] - first['loopback_bytes']
+        ) / second['steps']
     return {
         'engine': engine,
         'workers': workers,
         'servers': servers,
-        'sec_per_step': long['seconds'] / long['steps'],
+        'sec_per_step': second['seconds'] / second['steps'],
         'bytes_per_step': per_step,
-        'test_acc': long['test_acc'],
+        'test_acc': second['test_acc'],
     }
 
 
