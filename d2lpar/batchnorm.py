@@ -120,7 +120,7 @@ def _head(h, params, moments):
     return dense(npx.relu(h), W2, b2)  # (batch, 10)
 
 
-def _moments(hs, sync):
+def batch_moments(hs, sync):
     """Per-device (mean, var) of the pre-BN features ``hs[j]``."""
     if not sync:
         # Written out: the gradient of MXNet 1.9's np.var disagrees with
@@ -186,7 +186,7 @@ def train_batch(
             dense(X_shard.reshape(X_shard.shape[0], -1), params[0])
             for X_shard, params in zip(X_shards, device_params)
         ]
-        moments[:] = _moments(hs, sync)
+        moments[:] = batch_moments(hs, sync)
         return [
             _head(h, params, m)
             for h, params, m in zip(hs, device_params, moments)

@@ -438,18 +438,18 @@ def _bench(args):
         sizes = (
             [int(mb * 1e6) // 4 * 4 for mb in args.sizes_mb]
             if args.sizes_mb
-            else ab.SIZES
+            else ab.ALLREDUCE_SIZES
         )
         print(
             f'{"k":>3} {"size":>12} {"algorithm":>15} {"median":>13} '
             f'{"bandwidth":>13} {"ratio":>11}'
         )
-        rows = ab.run(args.devices, sizes, args.repeats)
-        _write(rows, args.out, ab.save)
+        rows = ab.measure_allreduce(args.devices, sizes, args.repeats)
+        _write(rows, args.out, ab.save_allreduce_rows)
         print(
             '\n'.join(
                 ['targets (sizes of 16 MB and more):']
-                + (ab.targets(rows) or ['none measured'])
+                + (ab.allreduce_targets(rows) or ['none measured'])
             )
         )
         return 0

@@ -81,3 +81,99 @@ def test_docstrings_link_chapters_by_file_name():
             ]
     assert len(linked) > 50
     assert stale == []
+
+
+# A name a page uses: dp.a.b... or d2lpar.a.b... in code or prose (not
+# a module run as a command, python -m d2lpar.grading.notebooks, nor an
+# API directive, .. automodule:: d2lpar.grading.mistakes).
+PAGE_NAME = re.compile(r'(?<!-m )(?<!:: )\b(?:dp|d2lpar)(?:\.\w+)+')
+IMPORT_PATH = re.compile(r'^\s*(?:from|import) (d2lpar(?:\.\w+)*)', re.M)
+# Walk each name from the package and say what is wrong with it, if
+# anything: a private part, or a module below the first level (the
+# third name of dp.comm.schedules.traffic is reached through two
+# modules). Attributes of a class or of a value (dp.comm.SCHEDULES.items,
+# dp.multiprocess.ParameterServer.sum_) are not levels of the package.
+DEPTH_SCRIPT = """
+import sys, types, d2lpar
+for name in sys.argv[1:]:
+    parts = name.split('.')[1:]
+    if any(p.startswith('_') for p in parts):
+        print(name, 'private')
+        continue
+    obj = d2lpar
+    for depth, part in enumerate(parts):
+        if not hasattr(obj, part):
+            print(name, 'not found')
+            break
+        obj = getattr(obj, part)
+        if isinstance(obj, types.ModuleType) and depth >= 1:
+            print(name, 'module at level', depth + 1)
+            break
+"""
+
+
+def page_names():
+    """Every dotted name of the package the pages (chapters and
+    homework) use, and every module path they import."""
+    names = set()
+    for folder in ('book', 'homework'):
+        for path in sorted(os.listdir(os.path.join(ROOT, folder))):
+            if path.endswith('.md') and path != 'api.md':
+                with open(os.path.join(ROOT, folder, path)) as f:
+                    text = f.read()
+                names |= set(PAGE_NAME.findall(text))
+                names |= {
+                    m + '.'  # a module path: every part is a level
+                    for m in IMPORT_PATH.findall(text)
+                }
+    return sorted(names)
+
+
+def depth_problems(names):
+    import_paths = [n[:-1] for n in names if n.endswith('.')]
+    problems = [
+        f'{path} imported (a module below the first level)'
+        for path in import_paths
+        if path.count('.') >= 2
+    ]
+    run = subprocess.run(
+        [sys.executable, '-c', DEPTH_SCRIPT]
+        + [n for n in names if not n.endswith('.')],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert run.returncode == 0, run.stderr
+    return problems + run.stdout.splitlines()
+
+
+def test_pages_use_two_levels_and_no_private_names():
+    """Chapters and homework reach the library in at most two levels
+    (dp.allreduce, dp.zero.train_batch), never through a module of a
+    subpackage (dp.comm.schedules.traffic) and never a private name."""
+    names = page_names()
+    assert 'dp.comm.allreduce_time' in names  # the pattern reads pages
+    assert depth_problems(names) == []
+
+
+def test_depth_check_can_fail():
+    """The check above sees a third level, a private name, a deep import
+    and a name that is not there, and passes the names that are
+    allowed."""
+    assert depth_problems(
+        [
+            'dp.comm.schedules.traffic',
+            'dp.collectives._nothing',
+            'd2lpar.comm.schedules.',
+            'dp.comm.traffic',
+            'dp.multiprocess.ParameterServer.sum_',
+            'dp.allreduce',
+            'dp.comm.no_such_name',
+        ]
+    ) == [
+        'd2lpar.comm.schedules imported (a module below the first level)',
+        'dp.comm.schedules.traffic module at level 2',
+        'dp.collectives._nothing private',
+        'dp.comm.no_such_name not found',
+    ]

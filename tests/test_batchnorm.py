@@ -101,7 +101,7 @@ def test_local_bn_step_is_train_batch_with_each_shards_moments(k):
 
     def local_bn(X, params):
         h = dp.model.dense(X.reshape(X.shape[0], -1), params[0])
-        return bn._head(h, params, bn._moments([h], sync=False)[0])
+        return bn._head(h, params, bn.batch_moments([h], sync=False)[0])
 
     devices = [mx.cpu(i) for i in range(k)]
     params, stats = bn.init_bn_mlp(0)

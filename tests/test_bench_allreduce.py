@@ -11,7 +11,7 @@ from d2lpar.pages import figures
 
 @pytest.fixture(scope='module')
 def rows():
-    return ab.run((2,), (4096, 65536), repeats=2, progress=None)
+    return ab.measure_allreduce((2,), (4096, 65536), repeats=2, progress=None)
 
 
 def test_every_algorithm_and_both_baselines_measured(rows):
@@ -35,9 +35,9 @@ def test_every_algorithm_and_both_baselines_measured(rows):
 
 def test_save_json_and_csv(rows, tmp_path):
     """Rows round-trip through JSON and CSV for the chapter to plot."""
-    ab.save(rows, str(tmp_path / 'r.json'))
+    ab.save_allreduce_rows(rows, str(tmp_path / 'r.json'))
     assert json.load(open(tmp_path / 'r.json')) == rows
-    ab.save(rows, str(tmp_path / 'r.csv'))
+    ab.save_allreduce_rows(rows, str(tmp_path / 'r.csv'))
     back = list(csv.DictReader(open(tmp_path / 'r.csv')))
     assert [r['algorithm'] for r in back] == [r['algorithm'] for r in rows]
 
@@ -95,9 +95,9 @@ def test_noise_is_the_gap_between_sharded_and_ring():
     """On two devices sharded and ring do the same transfers: the noise
     floor is the relative gap of their medians, whichever is slower."""
     rows = _measured(2, 8, {'sharded': [1.2, 1.2, 1.2], 'ring': [1, 1, 1]})
-    assert ab.noise(rows, 8) == pytest.approx(0.2)
+    assert ab.allreduce_noise(rows, 8) == pytest.approx(0.2)
     rows = _measured(2, 8, {'sharded': [1, 1, 1], 'ring': [1.5, 1.5, 1.5]})
-    assert ab.noise(rows, 8) == pytest.approx(0.5)
+    assert ab.allreduce_noise(rows, 8) == pytest.approx(0.5)
 
 
 def test_verdict_needs_every_run_and_more_than_the_noise():
@@ -112,12 +112,12 @@ def test_verdict_needs_every_run_and_more_than_the_noise():
             'c': [1.0, 2.0, 1.3],  # overlaps a
         },
     )
-    assert ab.verdict(rows, 2, 8, 'a', 'b', 0.1) == 'faster than'
-    assert ab.verdict(rows, 2, 8, 'b', 'a', 0.1) == 'slower than'
-    assert ab.verdict(rows, 2, 8, 'a', 'b', 0.5) == (
+    assert ab.allreduce_verdict(rows, 2, 8, 'a', 'b', 0.1) == 'faster than'
+    assert ab.allreduce_verdict(rows, 2, 8, 'b', 'a', 0.1) == 'slower than'
+    assert ab.allreduce_verdict(rows, 2, 8, 'a', 'b', 0.5) == (
         'not clearly different from'
     )
-    assert ab.verdict(rows, 2, 8, 'a', 'c', 0.0) == (
+    assert ab.allreduce_verdict(rows, 2, 8, 'a', 'c', 0.0) == (
         'not clearly different from'
     )
     assert ab.judge([1.0, 1.1], [1.5, 1.6]) == 'faster than'
@@ -241,7 +241,7 @@ def test_targets_verdicts_and_reasons():
         'kvstore local': 4.0,
     }
     rows = _rows(2, 1_000_000, times) + _rows(2, 64_000_000, times)
-    lines = ab.targets(rows)
+    lines = ab.allreduce_targets(rows)
     assert len(lines) == 3 and all(
         l.startswith('k=2 64 MB: ring ') for l in lines
     )
@@ -251,4 +251,4 @@ def test_targets_verdicts_and_reasons():
     assert '4.80x vs naive = 2.0x from reused buffers * 2.4x' in naive
     assert naive.endswith('target 3.0x: met')
     assert '0.80x vs kvstore device' in kv and kv.endswith('missed')
-    assert ab.targets(_rows(2, 1_000_000, times)) == []
+    assert ab.allreduce_targets(_rows(2, 1_000_000, times)) == []

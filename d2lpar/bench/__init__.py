@@ -25,22 +25,91 @@ in the same run:
   one host or two, beside the cost model's prediction;
 - :mod:`d2lpar.bench.timing`: the one in-process timing loop (allreduce,
   step).
+
+Every name of these modules that a page uses is reached as
+``dp.bench.NAME`` (``dp.bench.lenet_flops``, ``dp.bench.compare_times``);
+a name is imported, with its module, the first time it is used. The
+allreduce benchmark's own names say so (:func:`measure_allreduce`,
+:func:`allreduce_verdict`, ...), since they stand beside the others here.
 """
 
-from . import (
-    allreduce,
-    engines,
-    limit,
-    network,
-    profile,
-    resnet,
-    speedup,
-    step,
-    timing,
-    train,
-)
+import importlib
 
-__all__ = [
+# name -> the module of this package that defines it (PEP 562).
+_NAMES = {
+    'ALLREDUCE_SIZES': 'allreduce',
+    'bench_devices': 'allreduce',
+    'allreduce_work': 'allreduce',
+    'time_allreduce': 'allreduce',
+    'copy_work': 'allreduce',
+    'time_copy': 'allreduce',
+    'floor_work': 'allreduce',
+    'time_floor': 'allreduce',
+    'BASELINES': 'allreduce',
+    'lenet_sync': 'allreduce',
+    'time_lenet_sync': 'allreduce',
+    'interleaved_runs': 'allreduce',
+    'measure_allreduce': 'allreduce',
+    'format_allreduce_row': 'allreduce',
+    'find_allreduce_row': 'allreduce',
+    'allreduce_noise': 'allreduce',
+    'allreduce_verdict': 'allreduce',
+    'judge': 'allreduce',
+    'save_allreduce_rows': 'allreduce',
+    'TARGETS': 'allreduce',
+    'allreduce_targets': 'allreduce',
+    'gradient_bytes': 'engines',
+    'available_engines': 'engines',
+    'engine_command': 'engines',
+    'run_job': 'engines',
+    'measure_engine': 'engines',
+    'format_engines': 'engines',
+    'lenet_flops': 'limit',
+    'matmul_rates': 'limit',
+    'matmul_rate': 'limit',
+    'machine_limit': 'limit',
+    'rate_on_every_core': 'limit',
+    'kernel_implementations': 'limit',
+    'compute_seconds': 'network',
+    'model_shape': 'network',
+    'model_transfer': 'network',
+    'BIGARRAY_BOUND': 'network',
+    'server_bytes': 'network',
+    'placed_transfer': 'network',
+    'predict_step': 'network',
+    'measure_network': 'network',
+    'setup_name': 'network',
+    'format_network': 'network',
+    'best_model': 'network',
+    'fixed_cost': 'network',
+    'profile_training': 'profile',
+    'format_profile': 'profile',
+    'operator_label': 'profile',
+    'plot_profile': 'profile',
+    'time_resnet18': 'resnet',
+    'two_devices': 'speedup',
+    'disturbed_rounds': 'speedup',
+    'speedups': 'speedup',
+    'speedup_range': 'speedup',
+    'MXNET_DEFAULT_TEMP_COPY': 'step',
+    'time_steps': 'step',
+    'compare_steps': 'step',
+    'format_steps': 'step',
+    'round_order': 'step',
+    'in_fresh_process_each': 'step',
+    'seconds_each': 'timing',
+    'median_seconds': 'timing',
+    'compare_times': 'timing',
+    'interleaved': 'timing',
+    'd2l_allreduce': 'train',
+    'd2l_train_batch': 'train',
+    'compare_training': 'train',
+    'compare_rounds': 'train',
+    'format_training': 'train',
+    'plot_training': 'train',
+}
+
+_MODULES = (
     'allreduce',
     'engines',
     'limit',
@@ -51,4 +120,23 @@ __all__ = [
     'step',
     'timing',
     'train',
-]
+)
+
+
+def __getattr__(name):
+    """A benchmark's name (or one of its modules) on its first use."""
+    if name in _MODULES:
+        return importlib.import_module(f'.{name}', __name__)
+    if name not in _NAMES:
+        raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+    module = importlib.import_module(f'.{_NAMES[name]}', __name__)
+    value = getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_NAMES) | set(_MODULES))
+
+
+__all__ = [*_MODULES, *_NAMES]

@@ -19,10 +19,10 @@ thing each, here and in the chapters:
   (:func:`d2lpar.comm.memory_traffic`).
 - **noise floor**: at ``k = 2`` the sharded and ring allreduces make
   the same transfers; the gap between their times is what the
-  benchmark cannot resolve (:func:`noise`). :func:`verdict` states a
+  benchmark cannot resolve (:func:`allreduce_noise`). :func:`allreduce_verdict` states a
   difference only when it is larger and every run agrees.
 - **targets**: :data:`TARGETS`, ratios the command line reports for
-  sizes from 16 MB (:func:`targets`).
+  sizes from 16 MB (:func:`allreduce_targets`).
 """
 
 import csv
@@ -38,7 +38,7 @@ from ..devices import devices as default_devices
 from .timing import compare_times, median_seconds
 
 # Bytes per array; MB means 10**6 bytes in this benchmark and its pages.
-SIZES = (4_000, 64_000, 1_000_000, 16_000_000, 64_000_000)
+ALLREDUCE_SIZES = (4_000, 64_000, 1_000_000, 16_000_000, 64_000_000)
 
 
 def bench_devices(k):
@@ -270,7 +270,7 @@ def interleaved_runs(fns, rounds, repeats=1, warmup=2):
     ``repeats`` runs). A burst of other work on the machine then slows
     one round of several functions, not every round of one, and the
     spread of each function's rounds shows how far a comparison can be
-    trusted (:func:`d2lpar.bench.timing.compare_times`).
+    trusted (:func:`d2lpar.bench.compare_times`).
 
     Parameters
     ----------
@@ -294,9 +294,9 @@ def interleaved_runs(fns, rounds, repeats=1, warmup=2):
     return runs
 
 
-def run(
+def measure_allreduce(
     device_counts=(2, 4),
-    sizes=SIZES,
+    sizes=ALLREDUCE_SIZES,
     repeats=10,
     algorithms=None,
     progress=print,
@@ -361,12 +361,12 @@ def run(
                     }
                 )
                 if progress:
-                    progress(format_row(rows[-1]))
+                    progress(format_allreduce_row(rows[-1]))
     return rows
 
 
-def format_row(row):
-    """One table line of a :func:`run` row (MB = 10**6 bytes)."""
+def format_allreduce_row(row):
+    """One table line of a :func:`measure_allreduce` row (MB = 10**6 bytes)."""
     return (
         f'{row["devices"]:>3} {row["bytes"] / 1e6:>9.3f} MB '
         f'{row["algorithm"]:>15} {1e3 * row["seconds"]:>10.3f} ms '
@@ -374,8 +374,8 @@ def format_row(row):
     )
 
 
-def find_row(rows, k, nbytes, name):
-    """The row of :func:`run` for ``k`` devices, ``nbytes`` and ``name``.
+def find_allreduce_row(rows, k, nbytes, name):
+    """The row of :func:`measure_allreduce` for ``k`` devices, ``nbytes`` and ``name``.
 
     Raises
     ------
@@ -388,7 +388,7 @@ def find_row(rows, k, nbytes, name):
     raise KeyError(f'no row for k={k}, {nbytes} bytes, {name!r}')
 
 
-def noise(rows, nbytes, k=2):
+def allreduce_noise(rows, nbytes, k=2):
     """The benchmark's noise floor at one size: a relative gap.
 
     On two devices the sharded and the ring allreduce make the same
@@ -399,7 +399,7 @@ def noise(rows, nbytes, k=2):
     Parameters
     ----------
     rows : list of dict
-        As returned by :func:`run`, with ``'sharded'`` and ``'ring'``
+        As returned by :func:`measure_allreduce`, with ``'sharded'`` and ``'ring'``
         measured on ``k`` devices at ``nbytes``.
     nbytes : int
     k : int, optional
@@ -410,24 +410,24 @@ def noise(rows, nbytes, k=2):
     float
         ``slower / faster - 1`` of the two medians, e.g. 0.2 for 20%.
     """
-    a = find_row(rows, k, nbytes, 'sharded')['seconds']
-    b = find_row(rows, k, nbytes, 'ring')['seconds']
+    a = find_allreduce_row(rows, k, nbytes, 'sharded')['seconds']
+    b = find_allreduce_row(rows, k, nbytes, 'ring')['seconds']
     return max(a, b) / min(a, b) - 1
 
 
-def verdict(rows, k, nbytes, a, b, floor):
+def allreduce_verdict(rows, k, nbytes, a, b, floor):
     """How row ``a`` compared with row ``b``, only beyond the noise.
 
     Parameters
     ----------
     rows : list of dict
-        As returned by :func:`run`.
+        As returned by :func:`measure_allreduce`.
     k, nbytes : int
         Which measurement.
     a, b : str
         Row names, e.g. ``'ring'`` and ``'naive'``.
     floor : float
-        The noise floor (:func:`noise`), a relative gap.
+        The noise floor (:func:`allreduce_noise`), a relative gap.
 
     Returns
     -------
@@ -438,8 +438,8 @@ def verdict(rows, k, nbytes, a, b, floor):
         clearly different from'``.
     """
     return judge(
-        find_row(rows, k, nbytes, a)['runs'],
-        find_row(rows, k, nbytes, b)['runs'],
+        find_allreduce_row(rows, k, nbytes, a)['runs'],
+        find_allreduce_row(rows, k, nbytes, b)['runs'],
         floor,
     )
 
@@ -452,14 +452,14 @@ def judge(a, b, floor=0.0):
     a, b : sequence of float
         Seconds of each round of two settings.
     floor : float, optional
-        A relative gap the measurement cannot resolve (:func:`noise`).
+        A relative gap the measurement cannot resolve (:func:`allreduce_noise`).
 
     Returns
     -------
     str
         ``'faster than'`` or ``'slower than'`` when every time of one
         is below every time of the other
-        (:func:`d2lpar.bench.timing.compare_times`) and their medians
+        (:func:`d2lpar.bench.compare_times`) and their medians
         differ by more than ``floor``; else ``'not clearly different
         from'``.
     """
@@ -469,7 +469,7 @@ def judge(a, b, floor=0.0):
     return compare_times(a, b)
 
 
-def save(rows, path):
+def save_allreduce_rows(rows, path):
     """Write rows as JSON (``.json``) or CSV (any other suffix)."""
     with open(path, 'w', newline='') as f:
         if path.endswith('.json'):
@@ -486,7 +486,7 @@ TARGETS = {'copy': 0.5, 'naive': 3.0, 'kvstore device': 1.0}
 TARGETS_FROM = 16_000_000
 
 
-def targets(rows, min_bytes=TARGETS_FROM):
+def allreduce_targets(rows, min_bytes=TARGETS_FROM):
     """Check :data:`TARGETS` for the ring, with what explains a miss.
 
     For every device count and size of at least ``min_bytes``, the ring
@@ -501,7 +501,7 @@ def targets(rows, min_bytes=TARGETS_FROM):
     Parameters
     ----------
     rows : list of dict
-        As returned by :func:`run`, with every algorithm measured.
+        As returned by :func:`measure_allreduce`, with every algorithm measured.
     min_bytes : int, optional
 
     Returns

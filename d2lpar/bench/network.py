@@ -37,7 +37,7 @@ def compute_seconds(batch_size=64, steps=20, workers=2):
     ``batch_size``, with an engine that does not communicate, in a fresh
     process whose ``cpu(0)`` has the threads each of ``workers`` workers
     gets (:func:`d2lpar.threads.share_cores`), timed step by step
-    (:func:`d2lpar.bench.timing.seconds_each`). The fastest of the
+    (:func:`d2lpar.bench.seconds_each`). The fastest of the
     ``steps`` is returned: on a machine that other processes load, a
     step whose threads wait for a busy core takes several times longer,
     and the fastest step is the one least touched by that.

@@ -2,7 +2,7 @@
 chapter's exercise: far more arithmetic per image than LeNet.
 
 Run each setting list in a fresh process
-(:func:`d2lpar.bench.step.in_fresh_process_each`), in an order in which
+(:func:`d2lpar.bench.in_fresh_process_each`), in an order in which
 no device's threads must go up again: one device with every core first,
 then fewer threads per device (a worker never gets back threads it gave
 up, see :mod:`d2lpar.threads`).
@@ -15,7 +15,7 @@ def time_resnet18(num_devices, per_device=32, steps=2, seed=0, threads=None):
     Gluon's ``resnet18_v1`` (10 classes) on random 28x28 images, trained
     with :func:`d2lpar.concise.train_batch` and a ``'device'`` kvstore.
     The first step allocates memory and is not timed; each timed step
-    is ended by ``npx.waitall()`` (:func:`d2lpar.bench.timing.seconds_each`).
+    is ended by ``npx.waitall()`` (:func:`d2lpar.bench.seconds_each`).
 
     Parameters
     ----------

@@ -128,7 +128,7 @@ def memory_traffic(algorithm, k, nbytes):
     at once can move more bytes per second than one copy, as far as the
     memory bus they share allows, so a measurement may pass the ceiling;
     the benchmark's ``'copy+add'`` row is the measured reference
-    (:func:`d2lpar.bench.allreduce.floor_work`):
+    (:func:`d2lpar.bench.floor_work`):
 
     - ``'copy'``: ``2N``, the reference.
     - ``'ideal'``: ``2kN``, read every input once and write every output
