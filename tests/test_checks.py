@@ -122,15 +122,19 @@ def test_image_dtypes(dtype, fix):
 
 
 def test_torch_tensors():
-    """A torch tensor gets the same advice, with .numpy() for torch."""
+    """A torch tensor gets the same advice, with .numpy() for torch, and
+    the advised conversion trains."""
     torch = pytest.importorskip('torch')
-    X, y = make_batches()[0]
+    _, y = make_batches()[0]
+    X = torch.zeros(12, 1, 28, 28)
+    fix = 'mxnet.np.array(X.numpy(), dtype="float32")'
     with pytest.raises(
-        TypeError,
-        match=r'X is a torch.Tensor.*'
-        r'mxnet.np.array\(X.numpy\(\)\)',
+        TypeError, match=r'X is a torch.Tensor.*' + re.escape(fix)
     ):
-        dp.train_batch(torch.zeros(12, 1, 28, 28), y, replicas(), DEVICES, 0.1)
+        dp.train_batch(X, y, replicas(), DEVICES, 0.1)
+    dp.train_batch(
+        eval(fix, {'X': X, 'mxnet': mx}), y, replicas(), DEVICES, 0.1
+    )
 
 
 def test_one_hot_labels():
