@@ -3,8 +3,9 @@
 =========  ==========================================================
 train      train LeNet on k devices in this process
 worker     one worker of a multi-process job (under ``launch`` or
-           ``horovodrun``)
-launch     start a parameter-server job: scheduler, servers, workers
+           ``horovodrun``; ``--engine torch``: PyTorch's)
+launch     start a parameter-server job: scheduler, servers, workers;
+           ``--engine torch``: N workers under PyTorch's launcher
 bench      measurements beside their own limits: ``allreduce``,
            ``step``, ``train``, ``engines``
 check      grade homework: run the check of every function a solution
@@ -99,6 +100,9 @@ def _train_parser(commands):
 
 def _worker_parser(commands):
     from .multiprocess.engines import ENGINES, KVSTORES
+    from .torch.cli import ENGINE as TORCH_ENGINE
+
+    ENGINES = {**ENGINES, **TORCH_ENGINE}  # PyTorch's beside MXNet's
 
     w = commands.add_parser(
         'worker',
@@ -137,12 +141,28 @@ def _worker_parser(commands):
         help='rank 0 writes per-epoch steps, seconds and '
         'accuracy here as JSON',
     )
+    w.add_argument(
+        '--ddp',
+        action='store_true',
+        help='--engine torch: sum the gradients with '
+        'DistributedDataParallel instead of dist.all_reduce by hand',
+    )
 
 
 def _launch_parser(commands):
     from .multiprocess.engines import KVSTORES
 
-    la = commands.add_parser('launch', help='run workers on ps-lite')
+    la = commands.add_parser(
+        'launch', help="run workers on ps-lite, or on PyTorch's launcher"
+    )
+    la.add_argument(
+        '--engine',
+        default='kvstore',
+        choices=['kvstore', 'torch'],
+        help="kvstore: MXNet's parameter server (scheduler, servers, "
+        "workers); torch: PyTorch's elastic agent (torchrun's), Gloo on "
+        'CPUs',
+    )
     la.add_argument('--workers', type=int, default=2)
     la.add_argument('--servers', type=int, default=1)
     la.add_argument(
@@ -327,6 +347,10 @@ def _train(args):
 
 
 def _worker(args):
+    if args.engine == 'torch':  # the PyTorch twin's engine
+        from .torch.cli import worker
+
+        return worker(args)
     from .multiprocess.engines import EngineError
     from .multiprocess.worker import run_worker
 
@@ -357,6 +381,10 @@ def _launch(args):
     command = args.worker_command
     if command[:1] == ['--']:  # only the separator, not the command's own
         command = command[1:]
+    if args.engine == 'torch':  # the PyTorch twin's engine
+        from .torch.cli import launch as launch_torch
+
+        return launch_torch(args, command)
     if args.hosts == 2:
         from .multiprocess.netem import EmulatedHosts
 

@@ -1,0 +1,295 @@
+"""One worker of a multi-process PyTorch job (``torch.distributed``).
+
+Started by :func:`d2lpar.torch.launch.launch` (``python -m d2lpar launch
+--engine torch --workers N -- python -m d2lpar worker --engine torch``),
+or by ``torchrun``: PyTorch's launcher sets ``RANK``, ``WORLD_SIZE``,
+``MASTER_ADDR`` and ``MASTER_PORT``, so ``dist.init_process_group()``
+needs no argument. As the MXNet worker (:mod:`d2lpar.multiprocess.worker`)
+does, every worker reads the same seeded order of global minibatches,
+trains on its own contiguous shard of each, and the workers together take
+the step one process would take on the whole minibatch; rank 0 writes a
+checkpoint after every epoch and a resumed job continues from it.
+
+Two ways to sum the gradients, the same step:
+
+- by hand (the default): after the backward pass, one
+  ``dist.all_reduce(p.grad)`` per parameter sums every worker's gradient,
+  and each worker applies ``p -= lr * grad / global_batch``, the
+  allreduce of the chapters over PyTorch's own collective;
+- ``--ddp``: the parameters in a module wrapped in
+  ``DistributedDataParallel``, which averages the gradients over the
+  workers during the backward pass (in buckets, overlapping the
+  communication with the backward); the step then multiplies by the
+  number of workers, so the update is the same.
+"""
+
+import json
+import os
+import time
+
+import torch
+import torch.distributed as dist
+
+from ..epochs import TrainResult, run_epochs
+from ..splitting import shard_ranges
+from .checkpoint import load_checkpoint, save_checkpoint
+from .data import load_fashion_mnist
+from .model import LENET_SHAPES, init_lenet_params, lenet
+from .training import cross_entropy, sgd, wait_for
+
+
+def my_shard(X, y, rank, num_workers):
+    """Worker ``rank``'s contiguous shard of a global minibatch."""
+    start, stop = shard_ranges(X.shape[0], num_workers)[rank]
+    return X[start:stop], y[start:stop]
+
+
+class Shards:
+    """This worker's shards of every global minibatch of ``data_iter``;
+    ``batch_size`` is then the size of the global minibatch the shard
+    came from (the last one may be short), which the step divides by."""
+
+    def __init__(self, data_iter, rank, num_workers):
+        self.data_iter, self.rank = data_iter, rank
+        self.num_workers, self.batch_size = num_workers, None
+
+    def __iter__(self):
+        for X, y in self.data_iter:
+            self.batch_size = X.shape[0]
+            yield my_shard(X, y, self.rank, self.num_workers)
+
+
+class LeNet(torch.nn.Module):
+    """The chapter's LeNet function with its 8 tensors as parameters of a
+    module: what ``DistributedDataParallel`` wraps."""
+
+    def __init__(self, params):
+        super().__init__()
+        self.params = torch.nn.ParameterList(
+            torch.nn.Parameter(p.detach().clone()) for p in params
+        )
+
+    def forward(self, X):
+        return lenet(X, list(self.params))
+
+
+def share_cores(num_workers):
+    """Give this worker its share of the machine's cores (at least one):
+    ``num_workers`` processes each running every core's threads on the
+    same cores would wait for each other in every operator. Unless
+    ``OMP_NUM_THREADS`` is set. Returns the threads."""
+    if os.environ.get('OMP_NUM_THREADS'):
+        return torch.get_num_threads()
+    if hasattr(os, 'sched_getaffinity'):
+        cores = len(os.sched_getaffinity(0))
+    else:
+        cores = os.cpu_count() or 1
+    threads = max(1, cores // num_workers)
+    torch.set_num_threads(threads)
+    return threads
+
+
+def pick_device(rank):
+    """This worker's device: its own GPU where there is one per worker on
+    the machine, else the CPU."""
+    local = int(os.environ.get('LOCAL_RANK', rank))
+    if torch.cuda.is_available() and local < torch.cuda.device_count():
+        return torch.device('cuda', local)
+    return torch.device('cpu')
+
+
+def start_state(rank, num_workers, seed, init_scale, save_to, resume, device):
+    """Rank 0's parameters and finished epochs, on every worker (rank 0
+    reads the checkpoint; a broadcast gives it to the others)."""
+    params, done = init_lenet_params(seed, init_scale), 0
+    if rank == 0 and resume and save_to and os.path.exists(save_to):
+        params, done = load_checkpoint(
+            save_to, num_workers, [s for _, s in LENET_SHAPES]
+        )
+    params = [p.to(device) for p in params]
+    progress = torch.tensor([float(done)], device=device)
+    for t in params + [progress]:
+        dist.broadcast(t, src=0)
+    return params, int(progress.item())
+
+
+class Worker:
+    """What :func:`d2lpar.epochs.run_epochs` calls on one worker: the
+    step, the global test accuracy, and the end of each epoch."""
+
+    def __init__(self, params, lr, shards, test_iter, save_to, ddp, device):
+        self.rank, self.world = dist.get_rank(), dist.get_world_size()
+        self.lr, self.shards, self.test_iter = lr, shards, test_iter
+        self.save_to, self.ddp, self.device = save_to, ddp, device
+        self.model = LeNet(params).to(device)
+        self.params = list(self.model.params)
+        self.net = self.model
+        if ddp:
+            self.net = torch.nn.parallel.DistributedDataParallel(
+                self.model,
+                device_ids=[device] if device.type == 'cuda' else None,
+            )
+        self.steps = 0
+        self.stats = {
+            'engine': 'torch-ddp' if ddp else 'torch',
+            'workers': self.world,
+            'asynchronous': False,
+            'epochs': [],
+        }
+
+    def step(self, X, y):
+        """Train on this worker's shard ``X, y``; (losses, corrects)."""
+        self.steps += 1
+        X, y = X.to(self.device), y.to(self.device)
+        for p in self.params:
+            p.grad = None
+        logits = self.net(X)
+        l = cross_entropy(logits, y).sum()
+        l.backward()  # with DDP: the gradients come back averaged
+        batch = self.shards.batch_size  # the global minibatch
+        if self.ddp:
+            sgd(self.params, self.lr * self.world, batch)
+        else:
+            for p in self.params:  # the allreduce, one call per gradient
+                dist.all_reduce(p.grad, op=dist.ReduceOp.SUM)
+            sgd(self.params, self.lr, batch)
+        with torch.no_grad():
+            correct = (logits.argmax(dim=1) == y).sum()
+        return [l.detach()], [correct]
+
+    @torch.no_grad()
+    def evaluate(self):
+        """Test accuracy over all workers' shards, summed by allreduce."""
+        counts = torch.zeros(2, dtype=torch.float64, device=self.device)
+        for X, y in self.test_iter:
+            Xs, ys = my_shard(X, y, self.rank, self.world)
+            Xs, ys = Xs.to(self.device), ys.to(self.device)
+            counts[0] += (self.model(Xs).argmax(dim=1) == ys).sum()
+            counts[1] += ys.numel()
+        dist.all_reduce(counts, op=dist.ReduceOp.SUM)
+        return (counts[0] / counts[1]).item()
+
+    def end_epoch(self, result):
+        """Record, checkpoint (rank 0) and print the epoch's line."""
+        epoch = result.epochs_done
+        record = {
+            'steps': self.steps,
+            'seconds': result.epoch_seconds[-1],
+            'test_acc': result.test_acc[-1],
+            'train_loss': result.train_loss[-1],
+        }
+        self.stats['epochs'].append(record)
+        # Checkpoint before the line: once rank 0 has printed an epoch,
+        # its checkpoint exists (as the MXNet worker).
+        if self.rank == 0 and self.save_to:
+            save_checkpoint(self.params, self.save_to, epoch, self.world)
+        print(
+            f'rank {self.rank}/{self.world} epoch {epoch}: test acc '
+            f'{record["test_acc"]:.3f}, {record["seconds"]:.1f} sec',
+            flush=True,
+        )
+        self.steps = 0
+
+
+def run_worker(
+    epochs=1,
+    batch_size=64,
+    lr=0.1,
+    seed=0,
+    init_scale=0.1,
+    data_dir=None,
+    num_train=None,
+    num_test=None,
+    save_to=None,
+    resume=False,
+    ddp=False,
+    stats_to=None,
+):
+    """Train LeNet as one worker of a ``torch.distributed`` job.
+
+    Taught in :doc:`/book/multiprocess`. The arguments are those of
+    :func:`d2lpar.multiprocess.run_worker`, with ``ddp`` choosing
+    ``DistributedDataParallel`` over the hand-written allreduce.
+
+    Parameters
+    ----------
+    epochs : int
+        The last epoch (a resumed run trains the remaining ones).
+    batch_size : int
+        Examples per worker per step (the global batch is
+        ``batch_size * num_workers``).
+    lr, seed, init_scale : float, int, float
+    data_dir : str, optional
+        Folder with the Fashion-MNIST files.
+    num_train, num_test : int, optional
+    save_to : str, optional
+        Rank 0 writes a checkpoint here after every epoch (atomically).
+    resume : bool, optional
+        Start from the checkpoint in ``save_to`` (if there is one).
+    ddp : bool, optional
+        Sum the gradients with ``DistributedDataParallel``.
+    stats_to : str, optional
+        Rank 0 writes the engine, workers, threads and each epoch's
+        steps, seconds, test accuracy and train loss here as JSON.
+
+    Returns
+    -------
+    list of float
+        Test accuracy after each epoch.
+
+    Raises
+    ------
+    RuntimeError
+        When not started by a launcher (no ``RANK``/``WORLD_SIZE``).
+    CheckpointError
+        When resuming from a checkpoint that is unreadable or belongs to
+        another job (on rank 0; the launcher then stops the others).
+    """
+    if 'RANK' not in os.environ or 'WORLD_SIZE' not in os.environ:
+        raise RuntimeError(
+            'the torch engine runs inside a torch.distributed job: start '
+            'the workers with `python -m d2lpar launch --engine torch '
+            '--workers 2 -- python -m d2lpar worker --engine torch ...` '
+            '(or torchrun)'
+        )
+    device = pick_device(int(os.environ['RANK']))
+    dist.init_process_group('nccl' if device.type == 'cuda' else 'gloo')
+    try:
+        rank, world = dist.get_rank(), dist.get_world_size()
+        threads = share_cores(world)
+        params, done = start_state(
+            rank, world, seed, init_scale, save_to, resume, device
+        )
+        if done:
+            print(f'rank {rank}: resuming after epoch {done}', flush=True)
+        train_iter, test_iter = load_fashion_mnist(
+            batch_size * world,
+            data_dir,
+            num_train=num_train,
+            num_test=num_test,
+            seed=seed,
+            start_epoch=done,
+        )
+        shards = Shards(train_iter, rank, world)
+        job = Worker(params, lr, shards, test_iter, save_to, ddp, device)
+        job.stats['threads'] = threads
+        result = TrainResult([], [], [device], batch_size * world, lr)
+        start = time.monotonic()
+        run_epochs(
+            job.step,
+            shards,
+            job.evaluate,
+            epochs,
+            result,
+            where='run_worker',
+            start_epoch=done,
+            on_epoch_end=job.end_epoch,
+            wait=wait_for([device]),
+        )
+        job.stats['seconds'] = time.monotonic() - start
+        if rank == 0 and stats_to:
+            with open(stats_to, 'w') as f:
+                json.dump(job.stats, f)
+        return result.test_acc
+    finally:
+        dist.destroy_process_group()

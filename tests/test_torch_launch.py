@@ -1,0 +1,136 @@
+"""launch --engine torch: PyTorch's elastic agent runs the workers; a
+failed worker ends the job in seconds, a signal or the time limit leaves
+no process behind. Every launch has a time limit, and every wait one
+too: a hang fails the test instead of blocking CI."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytest.importorskip('torch')
+
+from d2lpar import cli  # noqa: E402
+from d2lpar.torch.launch import launch  # noqa: E402
+
+JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'torchjob.py')
+PY = sys.executable
+
+
+def gone(pid):
+    """Whether process ``pid`` no longer runs (gone, or a zombie)."""
+    try:
+        with open(f'/proc/{pid}/stat') as f:
+            return f.read().split(')')[-1].split()[0] == 'Z'
+    except FileNotFoundError:
+        return True
+
+
+def pids(folder, workers=2):
+    return [
+        int(open(os.path.join(folder, f'pid-{r}')).read())
+        for r in range(workers)
+    ]
+
+
+def wait_for(predicate, seconds, what):
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        if time.monotonic() > deadline:
+            pytest.fail(f'waited {seconds} s for {what}')
+        time.sleep(0.1)
+
+
+@pytest.mark.slow
+def test_two_workers_find_each_other_with_gloo(tmp_path, capfd):
+    """init_process_group() needs no argument: the agent set RANK,
+    WORLD_SIZE and the rendezvous; each output line names its worker."""
+    assert launch([PY, JOB, str(tmp_path), 'ok'], workers=2, timeout=120) == 0
+    out = capfd.readouterr().out
+    assert '[worker 0] rank 0 of 2: sum 3' in out
+    assert '[worker 1] rank 1 of 2: sum 3' in out
+
+
+def test_a_raising_worker_ends_the_job_in_seconds(tmp_path, capfd):
+    """Both workers meet (Gloo sums their ranks), then rank 1 raises while
+    rank 0 waits for it in a barrier: the launcher stops rank 0 and
+    returns rank 1's status within seconds, naming it; the signal
+    handlers it borrowed are back."""
+    before = signal.getsignal(signal.SIGTERM)
+    status = launch([PY, JOB, str(tmp_path), 'raise'], workers=2, timeout=120)
+    returned = time.time()
+    raised = float((tmp_path / 'raised').read_text())
+    assert status == 1
+    assert returned - raised < 10, f'{returned - raised:.1f} s after raising'
+    assert all(gone(pid) for pid in pids(tmp_path))
+    out, err = capfd.readouterr()
+    assert '[worker 0] rank 0 of 2: sum 3' in out
+    assert 'worker 1 breaks on purpose' in err
+    assert 'launch: worker 1 (pid' in err and 'exited with status 1' in err
+    assert signal.getsignal(signal.SIGTERM) == before
+
+
+@pytest.mark.slow
+def test_the_time_limit_stops_every_worker(tmp_path, capfd):
+    """Workers that ignore SIGTERM are killed too (SIGKILL after the
+    agent's grace period); status 124."""
+    start = time.monotonic()
+    status = launch(
+        [PY, JOB, str(tmp_path), 'ignore-term'], workers=2, timeout=25
+    )
+    assert status == 124
+    assert time.monotonic() - start < 25 + 20
+    assert all(gone(pid) for pid in pids(tmp_path))
+    assert 'time limit of 25 s reached' in capfd.readouterr().err
+
+
+@pytest.mark.parametrize(
+    'sig',
+    [signal.SIGTERM, pytest.param(signal.SIGINT, marks=pytest.mark.slow)],
+)
+def test_a_signal_to_the_launcher_leaves_nothing_running(tmp_path, sig):
+    launcher = subprocess.Popen(
+        [PY, '-m', 'd2lpar', 'launch', '--engine', 'torch', '--workers',
+         '2', '--timeout', '200', '--', PY, JOB, str(tmp_path), 'sleep'],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+
+        def started():
+            if launcher.poll() is not None:
+                out, err = launcher.communicate()
+                pytest.fail(f'the launcher ended early: {out}\n{err}')
+            return all((tmp_path / f'pid-{r}').exists() for r in (0, 1))
+
+        wait_for(started, 150, 'both workers to start')
+        workers = pids(tmp_path)
+        launcher.send_signal(sig)
+        out, err = launcher.communicate(timeout=30)
+    finally:
+        launcher.kill()
+    assert launcher.returncode == 128 + sig, err[-2000:]
+    assert f'received {signal.Signals(sig).name}' in err
+    wait_for(lambda: all(gone(p) for p in workers), 5, 'the workers to end')
+
+
+def test_bad_launches_are_clear_errors(capsys):
+    cases = [
+        (['--workers', '2', '--'], 'no worker command'),
+        (['--workers', '0', '--', PY, JOB], 'need at least 1 worker'),
+        (['--servers', '2', '--', PY, JOB], '--servers belong to the'),
+        (['--timeout', '0', '--', PY, JOB], '--timeout must be positive'),
+    ]
+    for args, message in cases:
+        assert cli.main(['launch', '--engine', 'torch', *args]) == 2
+        assert message in capsys.readouterr().err
+
+
+def test_a_worker_outside_a_launcher_says_how_to_start_it(capsys, monkeypatch):
+    monkeypatch.delenv('RANK', raising=False)
+    assert cli.main(['worker', '--engine', 'torch']) == 2
+    assert 'launch --engine torch' in capsys.readouterr().err
