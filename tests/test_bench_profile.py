@@ -30,11 +30,28 @@ def test_format_profile_gives_each_step_against_its_own_limit():
     }  # fmt: skip
     first, op = bp.format_profile(profile).splitlines()
     assert first.startswith(
-        'one: step 60.0 ms = 2.0x the limit (30.0 ms at 113 GFLOP/s, '
-        'measured in the same process)'
+        'one: step 60.0 ms = 2.0x the limit (30.0 ms at 113 GFLOP/s on '
+        'every core, measured in the same process)'
     )
     assert first.endswith('forward 20.0, backward 40.0 (ms)')
     assert op.split() == ['Convolution', '12.5', 'ms/step']
+
+
+def test_format_profile_sets_few_threads_against_their_own_limit():
+    """A step on fewer threads than cores is shown against the limit on
+    every core and, on the next line, against its own threads' limit."""
+    profile = {
+        'one, 1 thread': dict(step_ms=90.0, limit_ms=30.0, gflops=120.0,
+                              gflops_own=60.0, limit_own_ms=60.0,
+                              phases={'forward': 90.0},
+                              operators={'Convolution': 12.5}),
+    }  # fmt: skip
+    first, own, op = bp.format_profile(profile).splitlines()
+    assert '= 3.0x the limit (30.0 ms at 120 GFLOP/s on every core' in first
+    assert own.strip() == (
+        '= 1.5x the limit on its own threads (60.0 ms at 60 GFLOP/s)'
+    )
+    assert op.split()[0] == 'Convolution'
 
 
 def test_format_profile_sums_the_operators_it_does_not_name():
@@ -78,6 +95,14 @@ def test_profile_training_gives_every_configuration_in_order():
     assert result['two']['threads'] == [1, 1]
     assert result['one, 1 thread']['threads'] == [1]
     assert result['one']['threads'] == [available_cores()]
+    # fewer threads than cores: the product on them too, and its limit
+    few = result['one, 1 thread']
+    assert ('gflops_own' in few) == (available_cores() > 1)
+    assert 'gflops_own' not in result['one']
+    if 'gflops_own' in few:
+        assert few['limit_own_ms'] == pytest.approx(
+            1000 * lenet_flops(16) / (few['gflops_own'] * 1e9)
+        )
     for r in result.values():
         assert set(r['phases']) == {'forward', 'backward', 'allreduce',
                                     'update'}  # fmt: skip

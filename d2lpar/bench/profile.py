@@ -10,7 +10,7 @@ measured in the same process.
 import os
 import statistics
 
-from .limit import lenet_flops, rate_on_every_core
+from .limit import lenet_flops, matmul_rate, rate_on_every_core
 from .step import in_fresh_process_each
 
 
@@ -90,8 +90,13 @@ def _phases(num_devices, budget, batch_size, steps):
         operators=_operator_ms(profiler.dumps(reset=True), steps),
     )
     # The limit's rate, here and now (see bench.train.compare_training), on a
-    # context of its own.
+    # context of its own given every core.
     result['gflops'] = rate_on_every_core()
+    if sum(result['threads']) < dp.threads.available_cores():
+        # Devices that hold fewer threads than the cores: the product's
+        # rate on the first device's own threads too, so that the step
+        # can be set against what those threads alone can compute.
+        result['gflops_own'] = matmul_rate(repeats=3, ctx=devices[0])
     return result
 
 
@@ -151,7 +156,10 @@ def profile_training(configs=PROFILES, batch_size=256, steps=10,
         ms), ``operators`` (ms per step by operator name, summed over
         devices, largest first), ``waiting`` (ms) and ``gflops`` (the
         matrix product's rate on every core, measured in the same process
-        right after) and ``limit_ms`` (the step's FLOPs at that rate).
+        right after) and ``limit_ms`` (the step's FLOPs at that rate);
+        where the devices held fewer threads than the cores, also
+        ``gflops_own`` (the product on the first device's own threads)
+        and ``limit_own_ms`` (the FLOPs at that rate).
     """
     # One thread needs a process the budget never touched; the budgeted
     # settings share one (it sets the threads per step), which saves
@@ -176,6 +184,11 @@ def profile_training(configs=PROFILES, batch_size=256, steps=10,
             result['limit_ms'] = (
                 1000 * lenet_flops(batch_size) / (result['gflops'] * 1e9)
             )
+            if 'gflops_own' in result:
+                result['limit_own_ms'] = (
+                    1000 * lenet_flops(batch_size)
+                    / (result['gflops_own'] * 1e9)
+                )  # fmt: skip
             out[label] = result
     return {label: out[label] for label, _, _ in configs}
 
@@ -192,10 +205,16 @@ def format_profile(profile, top=6):
         lines.append(
             f'{label}: step {p["step_ms"]:.1f} ms = '
             f'{p["step_ms"] / p["limit_ms"]:.1f}x the limit '
-            f'({p["limit_ms"]:.1f} ms at {p["gflops"]:.0f} GFLOP/s, measured '
-            f'in the same process); with a waitall after each phase: '
-            f'{phases} (ms)'
+            f'({p["limit_ms"]:.1f} ms at {p["gflops"]:.0f} GFLOP/s on every '
+            f'core, measured in the same process); with a waitall after '
+            f'each phase: {phases} (ms)'
         )
+        if 'limit_own_ms' in p:  # fewer threads than cores: their limit
+            lines.append(
+                f'    = {p["step_ms"] / p["limit_own_ms"]:.1f}x the limit on '
+                f'its own threads ({p["limit_own_ms"]:.1f} ms at '
+                f'{p["gflops_own"]:.0f} GFLOP/s)'
+            )
         ops = list(p['operators'].items())
         for name, ms in ops[:top]:
             lines.append(f'    {name:<28} {ms:7.1f} ms/step')
