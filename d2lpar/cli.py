@@ -98,11 +98,34 @@ def _train_parser(commands):
     )
 
 
+# Written here, not imported: the parser must build where PyTorch is not
+# installed (d2lpar.torch imports it).
+TORCH_ENGINE = (
+    'torch.distributed: the allreduce over dist.all_reduce, or '
+    'DistributedDataParallel with --ddp (start it with launch --engine '
+    'torch, or torchrun)'
+)
+
+
+def _torch_cli():
+    """d2lpar.torch's command-line half, or a RuntimeError naming the
+    install where PyTorch is missing."""
+    try:
+        from .torch import cli
+    except ImportError as e:
+        if e.name != 'torch':
+            raise
+        raise RuntimeError(
+            'the torch engine needs PyTorch, which is not installed here: '
+            'pip install "d2lpar[torch]" (see README for the CPU build)'
+        ) from e
+    return cli
+
+
 def _worker_parser(commands):
     from .multiprocess.engines import ENGINES, KVSTORES
-    from .torch.cli import ENGINE as TORCH_ENGINE
 
-    ENGINES = {**ENGINES, **TORCH_ENGINE}  # PyTorch's beside MXNet's
+    ENGINES = {**ENGINES, 'torch': TORCH_ENGINE}  # PyTorch's beside MXNet's
 
     w = commands.add_parser(
         'worker',
@@ -348,9 +371,7 @@ def _train(args):
 
 def _worker(args):
     if args.engine == 'torch':  # the PyTorch twin's engine
-        from .torch.cli import worker
-
-        return worker(args)
+        return _torch_cli().worker(args)
     from .multiprocess.engines import EngineError
     from .multiprocess.worker import run_worker
 
@@ -382,9 +403,7 @@ def _launch(args):
     if command[:1] == ['--']:  # only the separator, not the command's own
         command = command[1:]
     if args.engine == 'torch':  # the PyTorch twin's engine
-        from .torch.cli import launch as launch_torch
-
-        return launch_torch(args, command)
+        return _torch_cli().launch(args, command)
     if args.hosts == 2:
         from .multiprocess.netem import EmulatedHosts
 

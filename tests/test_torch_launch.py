@@ -134,3 +134,19 @@ def test_a_worker_outside_a_launcher_says_how_to_start_it(capsys, monkeypatch):
     monkeypatch.delenv('RANK', raising=False)
     assert cli.main(['worker', '--engine', 'torch']) == 2
     assert 'launch --engine torch' in capsys.readouterr().err
+
+
+def test_without_pytorch_the_command_line_still_works():
+    """Where PyTorch is not installed (make test-numpy126's venv) every
+    command still parses, and the torch engine says how to install it."""
+    code = (
+        "import sys; sys.modules['torch'] = None\n"
+        'from d2lpar import cli\n'
+        "status = cli.main(['worker', '--engine', 'torch'])\n"
+        "print('status', status)\n"
+    )
+    out = subprocess.run(
+        [PY, '-c', code], capture_output=True, text=True, timeout=120
+    )
+    assert out.stdout.split() == ['status', '2'], out.stderr
+    assert 'pip install "d2lpar[torch]"' in out.stderr

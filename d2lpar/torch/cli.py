@@ -2,13 +2,6 @@
 PyTorch engine (d2lpar/cli.py parses, and hands the parsed arguments
 here)."""
 
-# The table the command line's --engine help reads, beside MXNet's.
-ENGINE = {
-    'torch': 'torch.distributed: the allreduce over dist.all_reduce, or '
-    'DistributedDataParallel with --ddp (start it with launch --engine '
-    'torch, or torchrun)'
-}
-
 
 def worker(args):
     """Run :func:`d2lpar.torch.worker.run_worker` with the parsed flags."""
