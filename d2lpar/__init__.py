@@ -65,11 +65,6 @@ from .comm import (
     run_schedule,
     sharded_allreduce,
 )
-from .concise import (
-    gluon_lenet,
-    set_lenet_params,
-    train_concise,
-)
 from .data import load_fashion_mnist
 from .devices import devices
 from .evaluation import evaluate_accuracy, evaluate_accuracy_sharded
@@ -78,6 +73,12 @@ from .model import LENET_SHAPES, init_lenet_params, lenet
 from .pages import BookSettings, book_settings, glue_text, show_source
 from .parameters import get_params
 from .splitting import shard_ranges, shard_sizes, split_batch
+from .techniques import concise
+from .techniques.concise import (
+    gluon_lenet,
+    set_lenet_params,
+    train_concise,
+)
 from .training import (
     INIT_SCALE,
     TrainResult,
@@ -90,6 +91,7 @@ __version__ = '0.1.0'
 
 __all__ = [
     'CPU_TEMP_COPY',
+    'concise',
     'INIT_SCALE',
     'bench',
     'checks',
@@ -143,8 +145,8 @@ __all__ = [
 ]
 
 # Beyond the basic step: optimizer state, ZeRO, averaging, replicas.
-from . import optim
-from .optim import (
+from .techniques import optim
+from .techniques.optim import (
     SGD,
     Adam,
     Momentum,
@@ -160,12 +162,12 @@ __all__ += [
     'init_states',
     'state_bytes',
 ]
-from . import zero
-from .zero import init_zero_states
+from .techniques import zero
+from .techniques.zero import init_zero_states
 
 __all__ += ['zero', 'init_zero_states']
-from . import averaging
-from .averaging import (
+from .techniques import averaging
+from .techniques.averaging import (
     LocalSGDResult,
     average_params,
     local_sgd_step,
@@ -179,14 +181,14 @@ __all__ += [
     'local_sgd_step',
     'train_local_sgd',
 ]
-from . import batchnorm, replicas
-from .batchnorm import (
+from .techniques import batchnorm, replicas
+from .techniques.batchnorm import (
     bn_mlp,
     evaluate_bn,
     init_bn_mlp,
     replicate_bn,
 )
-from .replicas import DriftDetector, checksum, find_drift
+from .techniques.replicas import DriftDetector, checksum, find_drift
 
 __all__ += [
     'batchnorm',
@@ -199,8 +201,8 @@ __all__ += [
     'checksum',
     'find_drift',
 ]
-from . import overlap
-from .overlap import (
+from .techniques import overlap
+from .techniques.overlap import (
     comm_overlap,
     make_buckets,
     plot_bucket_sweep,
@@ -218,8 +220,8 @@ __all__ += [
     'profile_step',
     'time_overlap',
 ]
-from . import scaling
-from .scaling import (
+from .techniques import scaling
+from .techniques.scaling import (
     ScalingRun,
     compare_seeds,
     init_mlp_params,
@@ -241,8 +243,8 @@ __all__ += [
     'train_scaling',
     'warmup',
 ]
-from . import accumulation
-from .accumulation import CountingAllreduce
+from .techniques import accumulation
+from .techniques.accumulation import CountingAllreduce
 
 __all__ += ['accumulation', 'CountingAllreduce']
 

@@ -1,4 +1,4 @@
-"""d2lpar.overlap: buckets cover every gradient once; overlapping or
+"""d2lpar.techniques.overlap: buckets cover every gradient once; overlapping or
 not, bucketed or not, the step is train_batch's step."""
 
 import mxnet as mx
@@ -7,7 +7,7 @@ from conftest import make_batches
 from numpy.testing import assert_allclose, assert_array_equal
 
 import d2lpar as dp
-from d2lpar import overlap
+from d2lpar.techniques import overlap
 
 LENET_SIZES = [180, 20, 25000, 50, 102400, 128, 1280, 10]
 

@@ -17,10 +17,10 @@ DDP calls the ``m - 1`` backward passes without communication
 import numpy as onp
 from mxnet import npx
 
-from .checks import check_positive
-from .collectives import allreduce
-from .model import dense, lenet
-from .training import (
+from ..checks import check_positive
+from ..collectives import allreduce
+from ..model import dense, lenet
+from ..training import (
     accumulate_gradients,
     cores_per_device,
     cross_entropy,

@@ -9,12 +9,12 @@ gradients across devices before the SGD step.
 from mxnet import gluon
 from mxnet.gluon import nn
 
-from .checks import check_devices, check_positive
-from .epochs import TrainResult, run_epochs
-from .evaluation import evaluate_accuracy_sharded
-from .model import init_lenet_params
-from .splitting import split_batch
-from .training import (
+from ..checks import check_devices, check_positive
+from ..epochs import TrainResult, run_epochs
+from ..evaluation import evaluate_accuracy_sharded
+from ..model import init_lenet_params
+from ..splitting import split_batch
+from ..training import (
     INIT_SCALE,
     cores_per_device,
     count_correct,

@@ -1,4 +1,4 @@
-"""d2lpar.averaging: parameter averaging after one local step is the
+"""d2lpar.techniques.averaging: parameter averaging after one local step is the
 gradient-averaging step; local SGD communicates once per H steps."""
 
 import mxnet as mx
@@ -8,8 +8,8 @@ from conftest import LR, make_batches, write_fashion_dir
 from numpy.testing import assert_allclose, assert_array_equal
 
 import d2lpar as dp
-from d2lpar import averaging
 from d2lpar.comm import schedules
+from d2lpar.techniques import averaging
 
 
 def replicas(k, seed=1):

@@ -1,4 +1,4 @@
-"""d2lpar.replicas: checksums see any changed bit; the drift detector
+"""d2lpar.techniques.replicas: checksums see any changed bit; the drift detector
 names the array that diverged and checks only every N steps."""
 
 import mxnet as mx
@@ -6,8 +6,8 @@ import pytest
 from conftest import make_batches
 
 import d2lpar as dp
-from d2lpar import batchnorm as bn
-from d2lpar import replicas
+from d2lpar.techniques import batchnorm as bn
+from d2lpar.techniques import replicas
 
 NAMES = [name for name, _ in dp.LENET_SHAPES]
 

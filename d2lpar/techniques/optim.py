@@ -14,11 +14,11 @@ one shard of a flat buffer of parameters (:mod:`d2lpar.zero`).
 import numpy as onp
 from mxnet import np
 
-from .checks import check_positive
-from .collectives import allreduce
-from .model import lenet
-from .splitting import split_batch
-from .training import (
+from ..checks import check_positive
+from ..collectives import allreduce
+from ..model import lenet
+from ..splitting import split_batch
+from ..training import (
     cores_per_device,
     cross_entropy,
     device_gradients,

@@ -1,4 +1,4 @@
-"""d2lpar.concise: Gluon's Trainer takes exactly the from-scratch step."""
+"""d2lpar.techniques.concise: Gluon's Trainer takes exactly the from-scratch step."""
 
 import mxnet as mx
 import pytest

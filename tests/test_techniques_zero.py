@@ -1,4 +1,4 @@
-"""d2lpar.zero: the sharded optimizer step equals the unsharded one, holds
+"""d2lpar.techniques.zero: the sharded optimizer step equals the unsharded one, holds
 1/k of the state, and moves the bytes of one allreduce."""
 
 import mxnet as mx
@@ -9,8 +9,8 @@ from mxnet import np
 from numpy.testing import assert_allclose, assert_array_equal
 
 import d2lpar as dp
-from d2lpar import optim, zero
 from d2lpar.comm import schedules
+from d2lpar.techniques import optim, zero
 
 
 def replicas(k, seed=1):

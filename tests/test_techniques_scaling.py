@@ -1,4 +1,4 @@
-"""d2lpar.scaling: the learning-rate rules, the warm-up schedule, and the
+"""d2lpar.techniques.scaling: the learning-rate rules, the warm-up schedule, and the
 scaling experiment's loop."""
 
 import math
@@ -10,7 +10,7 @@ from mxnet import np
 from numpy.testing import assert_allclose
 
 import d2lpar as dp
-from d2lpar import scaling
+from d2lpar.techniques import scaling
 
 
 def test_scaled_lr_rules():

@@ -13,11 +13,11 @@ normalising: the whole batch's statistics, on every device.
 import numpy as onp
 from mxnet import np, npx
 
-from .evaluation import evaluate_accuracy
-from .model import dense
-from .parameters import get_params
-from .splitting import split_batch
-from .training import (
+from ..evaluation import evaluate_accuracy
+from ..model import dense
+from ..parameters import get_params
+from ..splitting import split_batch
+from ..training import (
     cores_per_device,
     cross_entropy,
     device_gradients,

@@ -14,12 +14,12 @@ chunks (sizes from :func:`d2lpar.shard_sizes`), as the schedules do.
 
 from mxnet import np
 
-from .checks import check_devices
-from .comm.algorithms import flat_view, run_schedule
-from .comm.schedules import all_gather_schedule, reduce_scatter_schedule
-from .model import lenet
-from .splitting import shard_ranges, split_batch
-from .training import cores_per_device, cross_entropy, device_gradients
+from ..checks import check_devices
+from ..comm.algorithms import flat_view, run_schedule
+from ..comm.schedules import all_gather_schedule, reduce_scatter_schedule
+from ..model import lenet
+from ..splitting import shard_ranges, split_batch
+from ..training import cores_per_device, cross_entropy, device_gradients
 
 
 def pack(arrays):

@@ -20,10 +20,10 @@ import math
 import numpy as onp
 from mxnet import np, npx
 
-from .checks import check_positive
-from .model import dense
-from .parameters import get_params
-from .training import train_batch
+from ..checks import check_positive
+from ..model import dense
+from ..parameters import get_params
+from ..training import train_batch
 
 # Rules for the learning rate on k devices, given the rate on one.
 RULES = {

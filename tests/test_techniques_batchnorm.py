@@ -1,4 +1,4 @@
-"""d2lpar.batchnorm: synchronised BatchNorm equals the one-device step on
+"""d2lpar.techniques.batchnorm: synchronised BatchNorm equals the one-device step on
 the whole batch; local BatchNorm does not, and its statistics drift."""
 
 import mxnet as mx
@@ -8,7 +8,7 @@ from conftest import LR, make_batches
 from numpy.testing import assert_allclose, assert_array_equal
 
 import d2lpar as dp
-from d2lpar import batchnorm as bn
+from d2lpar.techniques import batchnorm as bn
 
 
 def run(k, sync, batches, seed=0):

@@ -1,4 +1,4 @@
-"""d2lpar.accumulation: accumulating over separate minibatches is the
+"""d2lpar.techniques.accumulation: accumulating over separate minibatches is the
 step on their union; it reduces once instead of once per minibatch."""
 
 import mxnet as mx
@@ -8,7 +8,7 @@ from mxnet import np
 from numpy.testing import assert_allclose, assert_array_equal
 
 import d2lpar as dp
-from d2lpar import accumulation
+from d2lpar.techniques import accumulation
 
 
 def run(k, groups, step):

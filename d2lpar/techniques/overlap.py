@@ -23,12 +23,12 @@ import functools
 import numpy as onp
 from mxnet import np, npx
 
-from .collectives import allreduce
-from .comm.buckets import bucketed_allreduce, make_buckets
-from .model import init_lenet_params, lenet
-from .parameters import get_params
-from .splitting import split_batch
-from .training import (
+from ..collectives import allreduce
+from ..comm.buckets import bucketed_allreduce, make_buckets
+from ..model import init_lenet_params, lenet
+from ..parameters import get_params
+from ..splitting import split_batch
+from ..training import (
     cores_per_device,
     cross_entropy,
     device_gradients,
@@ -119,7 +119,7 @@ def time_overlap(
     dict of str to float (or list of float)
         Seconds per step.
     """
-    from .bench.timing import median_seconds
+    from ..bench.timing import median_seconds
 
     rng = onp.random.default_rng(seed)
     X = np.array(rng.uniform(size=(batch_size, 1, 28, 28)), dtype='float32')
@@ -198,7 +198,7 @@ def _profile_child(options, num_devices, batch_size, seed, filename):
 
     import mxnet as mx
 
-    from .devices import devices as make_devices
+    from ..devices import devices as make_devices
 
     devices = make_devices(num_devices)
     rng = onp.random.default_rng(seed)

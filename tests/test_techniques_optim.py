@@ -1,4 +1,4 @@
-"""d2lpar.optim: stateful optimizers keep replicas identical and equal
+"""d2lpar.techniques.optim: stateful optimizers keep replicas identical and equal
 the one-device step."""
 
 import mxnet as mx
@@ -9,7 +9,7 @@ from mxnet import autograd, np
 from numpy.testing import assert_allclose, assert_array_equal
 
 import d2lpar as dp
-from d2lpar import optim
+from d2lpar.techniques import optim
 
 
 def run(k, optimizer, batches, check_identical=True):

@@ -12,14 +12,14 @@ import dataclasses
 
 from mxnet import npx
 
-from .checks import check_devices, check_positive
-from .comm.algorithms import ring_allreduce
-from .comm.schedules import ring_schedule, traffic
-from .evaluation import evaluate_accuracy
-from .model import init_lenet_params, lenet
-from .parameters import get_params
-from .splitting import split_batch
-from .training import (
+from ..checks import check_devices, check_positive
+from ..comm.algorithms import ring_allreduce
+from ..comm.schedules import ring_schedule, traffic
+from ..evaluation import evaluate_accuracy
+from ..model import init_lenet_params, lenet
+from ..parameters import get_params
+from ..splitting import split_batch
+from ..training import (
     cores_per_device,
     cross_entropy,
     device_gradients,
