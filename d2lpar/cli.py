@@ -117,7 +117,8 @@ def _torch_cli():
             raise
         raise RuntimeError(
             'the torch engine needs PyTorch, which is not installed here: '
-            'pip install "d2lpar[torch]" (see README for the CPU build)'
+            'pip install "d2lpar[torch]" (on Linux, for the CPU build: '
+            '--extra-index-url https://download.pytorch.org/whl/cpu)'
         ) from e
     return cli
 

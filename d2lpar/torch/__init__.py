@@ -34,12 +34,13 @@ d2lpar`` imports it today), PyTorch's operators are given every core
 again (``torch.set_num_threads``), unless ``OMP_NUM_THREADS`` is set:
 importing MXNet leaves the process's OpenMP setting, which PyTorch reads,
 at one thread (measured: 2 threads before ``import mxnet``, 1 after),
-which would halve the twin's speed on two cores. MXNet imported after
-this module lowers it again (call :func:`use_every_core`).
+so PyTorch would run on one core. MXNet imported after this module
+lowers it again (then call :func:`use_every_core`).
 
-Install: ``pip install "d2lpar[torch]"`` (torch 2.13.0; on Linux take the
-CPU build from PyTorch's CPU index, or its CUDA build for GPUs: see
-README).
+Install: ``pip install "d2lpar[torch]"`` (torch 2.13.0). On Linux, PyPI's
+torch is the CUDA build (several GB); for the CPU build add
+``--extra-index-url https://download.pytorch.org/whl/cpu``, and for a
+GPU the CUDA build matching the machine (``.../whl/cu126``, ...).
 """
 
 import os

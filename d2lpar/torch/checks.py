@@ -69,7 +69,7 @@ def check_device(device, where):
                 f'{where}: {device} asked for, but this PyTorch sees '
                 f'{count} GPU(s) (torch.cuda.is_available() is '
                 f'{torch.cuda.is_available()}); install the CUDA build '
-                f'(see README) or use d2lpar.torch.devices(), which '
+                f'(pytorch.org/get-started) or use d2lpar.torch.devices(), which '
                 f'falls back to CPU devices'
             )
     elif device.type == 'mps' and not torch.backends.mps.is_available():

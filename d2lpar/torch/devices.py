@@ -95,7 +95,7 @@ def devices(n=None):
     if kind == 'gpu' and num_gpus == 0:
         raise RuntimeError(
             f'devices: {ENV_VAR}=gpu but PyTorch sees no GPU; install '
-            f"PyTorch's CUDA build (see README) or set {ENV_VAR}=cpu"
+            f"PyTorch's CUDA build (pytorch.org/get-started) or set {ENV_VAR}=cpu"
         )
     if num_gpus and (n is None or n <= num_gpus):
         return [torch.device('cuda', i) for i in range(n or num_gpus)]
