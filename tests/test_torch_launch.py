@@ -150,3 +150,27 @@ def test_without_pytorch_the_command_line_still_works():
     )
     assert out.stdout.split() == ['status', '2'], out.stderr
     assert 'pip install "d2lpar[torch]"' in out.stderr
+
+
+def test_a_time_limit_during_start_up_leaves_nothing(tmp_path):
+    """The limit fires before the agent has started (or while it starts)
+    the workers: status 124 at once, and no worker of the job runs."""
+    start = time.monotonic()
+    assert (
+        launch([PY, JOB, str(tmp_path), 'sleep'], workers=2, timeout=1) == 124
+    )
+    assert time.monotonic() - start < 15
+
+    def running():
+        found = []
+        for pid in filter(str.isdigit, os.listdir('/proc')):
+            try:
+                with open(f'/proc/{pid}/cmdline', 'rb') as f:
+                    if str(tmp_path).encode() in f.read() and not gone(pid):
+                        found.append(pid)
+            except OSError:  # ended while we looked
+                pass
+        return found
+
+    time.sleep(2)  # a worker starting now would show up
+    assert running() == []

@@ -99,6 +99,11 @@ def launch(command, workers=2, timeout=600):
         raise ValueError(f'launch: need at least 1 worker, got {workers}')
     if timeout <= 0:
         raise ValueError(f'launch: --timeout must be positive, got {timeout}')
+    if threading.current_thread() is not threading.main_thread():
+        raise RuntimeError(
+            'launch: call it from the main thread: signals (and the time '
+            'limit) stop the workers, and only the main thread receives them'
+        )
     from torch.distributed.elastic.multiprocessing import (
         DefaultLogsSpecs,
         SignalException,
@@ -110,7 +115,9 @@ def launch(command, workers=2, timeout=600):
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
     _quiet_agent()
-    # A worker's lines reach the console as it prints them.
+    # A worker's lines reach the console as it prints them (the agent
+    # passes this process's environment on; restored afterwards).
+    unbuffered = os.environ.get('PYTHONUNBUFFERED')
     os.environ['PYTHONUNBUFFERED'] = '1'
     expired = threading.Event()
 
@@ -124,6 +131,15 @@ def launch(command, workers=2, timeout=600):
     # handlers installed; put the caller's back afterwards (a notebook's
     # kernel, a test runner).
     handlers = {sig: signal.getsignal(sig) for sig in HANDLED}
+
+    def stop(signum, frame):  # as the agent's own handler, until it has one
+        raise SignalException(
+            f'launch got {signal.Signals(signum).name}',
+            sigval=signal.Signals(signum),
+        )
+
+    for sig in HANDLED:
+        signal.signal(sig, stop)
     with tempfile.TemporaryDirectory(prefix='d2lpar-torch-') as logs:
         config = LaunchConfig(
             min_nodes=1,
@@ -160,3 +176,7 @@ def launch(command, workers=2, timeout=600):
             timer.cancel()
             for sig, handler in handlers.items():
                 signal.signal(sig, handler)
+            if unbuffered is None:
+                os.environ.pop('PYTHONUNBUFFERED', None)
+            else:
+                os.environ['PYTHONUNBUFFERED'] = unbuffered
