@@ -186,7 +186,7 @@ CONSTANTS = {
     '2019',
     '2020',
     '784',
-    '25 MB',  # citations, 28*28 pixels, DDP's bucket
+    '25 MiB',  # citations, 28*28 pixels, DDP's bucket (bucket_cap_mb=25)
 }
 # Typed in prose, these could only have been measured: a percentage, a
 # ratio "2.6x", a time or a size with its unit.
