@@ -138,3 +138,14 @@ def test_a_rerun_rounds_rate_runs_join_the_limit(tmp_path, monkeypatch):
     for row in result['rows']:
         assert row['limit_ms'] == pytest.approx(50.0)  # 4e9 at 80 GFLOP/s
         assert row['ratio'] == pytest.approx(row['ms_per_step'] / 50.0)
+
+
+def test_a_round_faster_than_k_fold_is_disturbed():
+    """Two devices more than twice as fast as one in a round is
+    impossible (they add at most twice the arithmetic): that round is
+    disturbed even when every round of each setting is within a factor
+    of 2 of its fastest (a machine loaded throughout, as seen here)."""
+    loaded = _result([3556.0, 4920.0, 6603.0], [898.0, 747.0, 539.0])
+    assert speedup.disturbed_rounds(loaded) == [0, 1, 2]
+    near = _result([200.0, 210.0, 190.0], [101.0, 99.0, 120.0])
+    assert speedup.disturbed_rounds(near) == [1]

@@ -106,8 +106,11 @@ def two_devices(path=None, progress=None):
 
 def disturbed_rounds(result, factor=2.0, path='d2lpar'):
     """Rounds in which a setting of ``path`` took over ``factor`` times its
-    fastest round: another program held the cores (on this 2-core
-    machine one such round made a step 11 times slower than the other).
+    fastest round, or in which ``k`` devices ran more than ``k`` times as
+    fast as one: another program held the cores (on this 2-core machine
+    one such round made a step 11 times slower than the other, and a
+    build beside a test suite slowed one device in every round, so the
+    first rule alone saw two devices 4 to 12 times as fast as one).
 
     Returns
     -------
@@ -115,12 +118,22 @@ def disturbed_rounds(result, factor=2.0, path='d2lpar'):
         Round indices, ascending.
     """
     bad = set()
+    one = None
     for row in result['rows']:
         if row['path'] == path:
             fastest = min(row['rounds'])
             bad |= {
                 i for i, ms in enumerate(row['rounds'])
                 if ms > factor * fastest
+            }  # fmt: skip
+            if row['devices'] == 1:
+                one = row['rounds']
+    for row in result['rows']:
+        if row['path'] == path and one is not None and row['devices'] > 1:
+            # k devices add at most k times the arithmetic of one.
+            bad |= {
+                i for i, (a, b) in enumerate(zip(one, row['rounds']))
+                if a / b > row['devices']
             }  # fmt: skip
     return sorted(bad)
 
