@@ -392,7 +392,7 @@ def plot_bandwidth(rows):
 def plot_engines(rows, nbytes):
     """Bar charts of :func:`d2lpar.bench.measure_engine` rows.
 
-    Taught in :doc:`/book/multiprocess`. Left: milliseconds per
+    Taught in :doc:`/book/horovod`. Left: milliseconds per
     step. Right: bytes sent over loopback per step, in units of the
     gradients' size ``N``, beside the textbook count (parameter server
     with one server: each worker pushes and pulls ``N``, ``2kN`` in all;
