@@ -187,6 +187,7 @@ CONSTANTS = {
     '2020',
     '784',
     '25 MiB',  # citations, 28*28 pixels, DDP's bucket (bucket_cap_mb=25)
+    '1 MiB',  # DDP's first bucket (dist._DEFAULT_FIRST_BUCKET_BYTES)
 }
 # Typed in prose, these could only have been measured: a percentage, a
 # ratio "2.6x", a time or a size with its unit.
