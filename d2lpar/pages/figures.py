@@ -332,7 +332,7 @@ def plot_cost_model(
         ylabel='predicted ms',
         ylim=(0, None),
         title=f'{nbytes / 1e6:.3g} MB per device, '
-        f'{1e6 * latency:.3g} us per message',
+        f'{bandwidth / 1e9:.3g} GB/s, {1e6 * latency:.3g} us per message',
     )
     ax.title.set_fontsize(9)
     ax.legend(fontsize=8)
