@@ -2,6 +2,7 @@
 process's steps (by hand or with DDP), a resumed job reaches the
 uninterrupted parameters, checkpoints are the MXNet worker's format."""
 
+import re
 import subprocess
 import sys
 
@@ -144,4 +145,8 @@ def test_a_corrupt_checkpoint_ends_the_job_naming_it(tmp_path):
     )
     assert job.returncode == 2
     assert 'is not a readable d2lpar checkpoint' in job.stdout + job.stderr
-    assert 'launch: worker 0' in job.stderr
+    # Both workers read the same file, so either may be the one the launcher
+    # sees exit first.
+    assert re.search(
+        r'launch: worker [01] \(pid \d+\) exited with status 2', job.stderr
+    )
