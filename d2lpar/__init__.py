@@ -31,11 +31,13 @@ the CUDA build mxnet-cuXXX==1.9.1; "d2lpar[notebook]" adds Jupyter.
 Data: Fashion-MNIST is read from $D2LPAR_DATA, or pass root= to
 load_fashion_mnist (see its docstring for the other places searched).
 
-Importing d2lpar changes a few things in MXNet and numpy (a scratch
-pool variable, numpy's removed aliases, ``npx.set_np()``, a fork hook,
-``cpu(0)``'s threads): all of them, and why, are listed in one place,
-``d2lpar._runtime``. The benchmarks, several processes, the grader and
-the figures (matplotlib) load the first time one of their names is used.
+Every name loads the first time it is used (``dp.train`` imports the
+training module, and MXNet with it): ``import d2lpar`` itself imports no
+MXNet, so ``from d2lpar import torch as dp`` (the PyTorch twin) runs
+where MXNet is not installed. What d2lpar changes in MXNet and numpy (a
+scratch pool variable, numpy's removed aliases, ``npx.set_np()``, a fork
+hook, ``cpu(0)``'s threads), when, and why, is listed in one place,
+``d2lpar._runtime``.
 
 Training through the library (``train_batch``, ``train``,
 ``train_concise``) also sets how many OpenMP threads each CPU device's
@@ -47,223 +49,105 @@ trained beside others keeps its share for the rest of the process.
 
 import importlib
 
-# Every import-time side effect, documented there; before anything
-# below imports MXNet.
+# Items 1 to 3 of d2lpar._runtime (a scratch-pool variable, numpy's
+# removed aliases): cheap, no MXNet, and before anything imports MXNet.
 from . import _runtime
 
-_runtime.start()
-
-from . import checks, comm, epochs, pages
-from ._runtime import CPU_TEMP_COPY
-from .collectives import allreduce
-from .comm import (
-    bucketed_allreduce,
-    doubling_allreduce,
-    flat_view,
-    kvstore_allreduce,
-    ring_allreduce,
-    run_schedule,
-    sharded_allreduce,
-)
-from .data import load_fashion_mnist
-from .devices import devices
-from .evaluation import evaluate_accuracy, evaluate_accuracy_sharded
-from .idx import DatasetError
-from .model import LENET_SHAPES, init_lenet_params, lenet
-from .pages import BookSettings, book_settings, glue_text, show_source
-from .parameters import get_params
-from .splitting import shard_ranges, shard_sizes, split_batch
-from .techniques import concise
-from .techniques.concise import (
-    gluon_lenet,
-    set_lenet_params,
-    train_concise,
-)
-from .training import (
-    INIT_SCALE,
-    TrainResult,
-    cross_entropy,
-    train,
-    train_batch,
-)
+_runtime.prepare()
 
 __version__ = '0.1.0'
 
-__all__ = [
-    'CPU_TEMP_COPY',
-    'concise',
-    'INIT_SCALE',
-    'bench',
-    'checks',
-    'comm',
-    'multiprocess',
-    'epochs',
-    'pages',
-    'BookSettings',
-    'DatasetError',
-    'LENET_SHAPES',
-    'TrainResult',
-    'allreduce',
-    'book_settings',
-    'bucketed_allreduce',
-    'kvstore_allreduce',
-    'cross_entropy',
-    'devices',
-    'doubling_allreduce',
-    'draw_parallelism_schemes',
-    'evaluate_accuracy',
-    'glue_text',
-    'gluon_lenet',
-    'set_lenet_params',
-    'show_source',
-    'concise',
-    'train_concise',
-    'evaluate_accuracy_sharded',
-    'get_params',
-    'init_lenet_params',
-    'lenet',
-    'load_fashion_mnist',
-    'plot_accuracy',
-    'plot_split',
-    'ring_allreduce',
-    'run_schedule',
-    'shard_ranges',
-    'shard_sizes',
-    'sharded_allreduce',
-    'flat_view',
-    'split_batch',
-    'train',
-    'train_batch',
-    'check_allreduce',
-    'check_average_params',
-    'check_evaluate',
-    'check_grad_accumulation',
-    'check_ring_schedule',
-    'check_split_batch',
-    'check_train_batch',
-    'check_train_epoch',
-]
-
-# Beyond the basic step: optimizer state, ZeRO, averaging, replicas.
-from .techniques import optim
-from .techniques.optim import (
-    SGD,
-    Adam,
-    Momentum,
-    init_states,
-    state_bytes,
-)
-
-__all__ += [
-    'optim',
-    'SGD',
-    'Momentum',
-    'Adam',
-    'init_states',
-    'state_bytes',
-]
-from .techniques import zero
-from .techniques.zero import init_zero_states
-
-__all__ += ['zero', 'init_zero_states']
-from .techniques import averaging
-from .techniques.averaging import (
-    LocalSGDResult,
-    average_params,
-    local_sgd_step,
-    train_local_sgd,
-)
-
-__all__ += [
-    'averaging',
-    'LocalSGDResult',
-    'average_params',
-    'local_sgd_step',
-    'train_local_sgd',
-]
-from .techniques import batchnorm, replicas
-from .techniques.batchnorm import (
-    bn_mlp,
-    evaluate_bn,
-    init_bn_mlp,
-    replicate_bn,
-)
-from .techniques.replicas import DriftDetector, checksum, find_drift
-
-__all__ += [
-    'batchnorm',
-    'replicas',
-    'bn_mlp',
-    'evaluate_bn',
-    'init_bn_mlp',
-    'replicate_bn',
-    'DriftDetector',
-    'checksum',
-    'find_drift',
-]
-from .techniques import overlap
-from .techniques.overlap import (
-    comm_overlap,
-    make_buckets,
-    plot_bucket_sweep,
-    plot_timeline,
-    profile_step,
-    time_overlap,
-)
-
-__all__ += [
-    'overlap',
-    'comm_overlap',
-    'make_buckets',
-    'plot_bucket_sweep',
-    'plot_timeline',
-    'profile_step',
-    'time_overlap',
-]
-from .techniques import scaling
-from .techniques.scaling import (
-    ScalingRun,
-    compare_seeds,
-    init_mlp_params,
-    mlp,
-    plot_scaling,
-    scaled_lr,
-    train_scaling,
-    warmup,
-)
-
-__all__ += [
-    'scaling',
-    'ScalingRun',
-    'init_mlp_params',
-    'mlp',
-    'compare_seeds',
-    'plot_scaling',
-    'scaled_lr',
-    'train_scaling',
-    'warmup',
-]
-from .techniques import accumulation
-from .techniques.accumulation import CountingAllreduce
-
-__all__ += ['accumulation', 'CountingAllreduce']
-
-# Performance: cores per device.
-from .threads import ThreadBudgetWarning, thread_budget, worker_threads
-
-__all__ += ['ThreadBudgetWarning', 'thread_budget', 'worker_threads']
-
-# Loaded the first time they are used (``dp.bench``, ``dp.plot_split``):
-# they bring in matplotlib, subprocess machinery or the grader, which a
-# chapter that only trains never needs. name -> (module, attribute or
-# None for the module itself).
-_LAZY = {
+# Public name -> (module, attribute, or None for the module itself).
+# Deliberately not ``from .x import y`` lines: each is imported on first
+# use (PEP 562), so that MXNet is loaded only by MXNet's part (its
+# modules import d2lpar._mxnet first) and the PyTorch twin never loads
+# it; the benchmarks, several processes, the grader and matplotlib are
+# also loaded only when a chapter uses them.
+_NAMES = {
+    'checks': ('.checks', None),
+    'comm': ('.comm', None),
+    'bucketed_allreduce': ('.comm', 'bucketed_allreduce'),
+    'doubling_allreduce': ('.comm', 'doubling_allreduce'),
+    'flat_view': ('.comm', 'flat_view'),
+    'kvstore_allreduce': ('.comm', 'kvstore_allreduce'),
+    'ring_allreduce': ('.comm', 'ring_allreduce'),
+    'run_schedule': ('.comm', 'run_schedule'),
+    'sharded_allreduce': ('.comm', 'sharded_allreduce'),
+    'epochs': ('.epochs', None),
+    'pages': ('.pages', None),
+    'BookSettings': ('.pages', 'BookSettings'),
+    'book_settings': ('.pages', 'book_settings'),
+    'glue_text': ('.pages', 'glue_text'),
+    'show_source': ('.pages', 'show_source'),
+    'CPU_TEMP_COPY': ('._runtime', 'CPU_TEMP_COPY'),
+    'allreduce': ('.collectives', 'allreduce'),
+    'load_fashion_mnist': ('.data', 'load_fashion_mnist'),
+    'devices': ('.devices', 'devices'),
+    'evaluate_accuracy': ('.evaluation', 'evaluate_accuracy'),
+    'evaluate_accuracy_sharded': ('.evaluation', 'evaluate_accuracy_sharded'),
+    'DatasetError': ('.idx', 'DatasetError'),
+    'LENET_SHAPES': ('.model', 'LENET_SHAPES'),
+    'init_lenet_params': ('.model', 'init_lenet_params'),
+    'lenet': ('.model', 'lenet'),
+    'get_params': ('.parameters', 'get_params'),
+    'shard_ranges': ('.splitting', 'shard_ranges'),
+    'shard_sizes': ('.splitting', 'shard_sizes'),
+    'split_batch': ('.splitting', 'split_batch'),
+    'concise': ('.techniques.concise', None),
+    'gluon_lenet': ('.techniques.concise', 'gluon_lenet'),
+    'set_lenet_params': ('.techniques.concise', 'set_lenet_params'),
+    'train_concise': ('.techniques.concise', 'train_concise'),
+    'INIT_SCALE': ('.training', 'INIT_SCALE'),
+    'TrainResult': ('.training', 'TrainResult'),
+    'cross_entropy': ('.training', 'cross_entropy'),
+    'train': ('.training', 'train'),
+    'train_batch': ('.training', 'train_batch'),
+    'optim': ('.techniques.optim', None),
+    'SGD': ('.techniques.optim', 'SGD'),
+    'Adam': ('.techniques.optim', 'Adam'),
+    'Momentum': ('.techniques.optim', 'Momentum'),
+    'init_states': ('.techniques.optim', 'init_states'),
+    'state_bytes': ('.techniques.optim', 'state_bytes'),
+    'zero': ('.techniques.zero', None),
+    'init_zero_states': ('.techniques.zero', 'init_zero_states'),
+    'averaging': ('.techniques.averaging', None),
+    'LocalSGDResult': ('.techniques.averaging', 'LocalSGDResult'),
+    'average_params': ('.techniques.averaging', 'average_params'),
+    'local_sgd_step': ('.techniques.averaging', 'local_sgd_step'),
+    'train_local_sgd': ('.techniques.averaging', 'train_local_sgd'),
+    'batchnorm': ('.techniques.batchnorm', None),
+    'bn_mlp': ('.techniques.batchnorm', 'bn_mlp'),
+    'evaluate_bn': ('.techniques.batchnorm', 'evaluate_bn'),
+    'init_bn_mlp': ('.techniques.batchnorm', 'init_bn_mlp'),
+    'replicate_bn': ('.techniques.batchnorm', 'replicate_bn'),
+    'replicas': ('.techniques.replicas', None),
+    'DriftDetector': ('.techniques.replicas', 'DriftDetector'),
+    'checksum': ('.techniques.replicas', 'checksum'),
+    'find_drift': ('.techniques.replicas', 'find_drift'),
+    'overlap': ('.techniques.overlap', None),
+    'comm_overlap': ('.techniques.overlap', 'comm_overlap'),
+    'make_buckets': ('.techniques.overlap', 'make_buckets'),
+    'plot_bucket_sweep': ('.techniques.overlap', 'plot_bucket_sweep'),
+    'plot_timeline': ('.techniques.overlap', 'plot_timeline'),
+    'profile_step': ('.techniques.overlap', 'profile_step'),
+    'time_overlap': ('.techniques.overlap', 'time_overlap'),
+    'scaling': ('.techniques.scaling', None),
+    'ScalingRun': ('.techniques.scaling', 'ScalingRun'),
+    'compare_seeds': ('.techniques.scaling', 'compare_seeds'),
+    'init_mlp_params': ('.techniques.scaling', 'init_mlp_params'),
+    'mlp': ('.techniques.scaling', 'mlp'),
+    'plot_scaling': ('.techniques.scaling', 'plot_scaling'),
+    'scaled_lr': ('.techniques.scaling', 'scaled_lr'),
+    'train_scaling': ('.techniques.scaling', 'train_scaling'),
+    'warmup': ('.techniques.scaling', 'warmup'),
+    'accumulation': ('.techniques.accumulation', None),
+    'CountingAllreduce': ('.techniques.accumulation', 'CountingAllreduce'),
+    'ThreadBudgetWarning': ('.threads', 'ThreadBudgetWarning'),
+    'thread_budget': ('.threads', 'thread_budget'),
+    'worker_threads': ('.threads', 'worker_threads'),
     'bench': ('.bench', None),
     'multiprocess': ('.multiprocess', None),
     'grading': ('.grading', None),
-    'draw_parallelism_schemes': ('.pages.figures', 'draw_parallelism_schemes'),
-    'plot_accuracy': ('.pages.figures', 'plot_accuracy'),
-    'plot_split': ('.pages.figures', 'plot_split'),
     'check_allreduce': ('.grading', 'check_allreduce'),
     'check_average_params': ('.grading', 'check_average_params'),
     'check_evaluate': ('.grading', 'check_evaluate'),
@@ -272,13 +156,18 @@ _LAZY = {
     'check_split_batch': ('.grading', 'check_split_batch'),
     'check_train_batch': ('.grading', 'check_train_batch'),
     'check_train_epoch': ('.grading', 'check_train_epoch'),
+    'draw_parallelism_schemes': ('.pages.figures', 'draw_parallelism_schemes'),
+    'plot_accuracy': ('.pages.figures', 'plot_accuracy'),
+    'plot_split': ('.pages.figures', 'plot_split'),
 }
+
+__all__ = list(_NAMES)
 
 
 def __getattr__(name):
-    """Import a lazily loaded module or name on its first use (PEP 562)."""
+    """Import a public name on its first use (PEP 562)."""
     try:
-        module, attribute = _LAZY[name]
+        module, attribute = _NAMES[name]
     except KeyError:
         raise AttributeError(
             f'module {__name__!r} has no attribute {name!r}'
@@ -291,4 +180,4 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_NAMES))

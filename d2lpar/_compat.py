@@ -18,7 +18,7 @@ numpy's own types) it does not replace them. ``d2lpar/__init__.py``
 calls it before anything imports MXNet, so a script that imports MXNet
 itself imports d2lpar before it::
 
-    import d2lpar as dp  # restores what is missing, then imports MXNet
+    import d2lpar as dp  # restores what is missing (no MXNet yet)
     from mxnet import np, npx
 
 All eight are restored, not only MXNet's two, so that code written for

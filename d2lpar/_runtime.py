@@ -1,7 +1,10 @@
-"""Everything that happens when ``import d2lpar`` runs, in one place.
+"""What importing d2lpar changes in the process, in one place.
 
-``d2lpar/__init__.py`` imports this module before anything else; no
-other module of the package changes anything at import time. In order:
+Two moments, so that ``from d2lpar import torch`` never needs MXNet:
+
+**``import d2lpar``** (``d2lpar/__init__.py`` calls :func:`prepare`)
+does only what costs little and imports no MXNet, so that a script or
+chapter may import MXNet itself right after it:
 
 1. **A warning on an untested Python.** d2lpar is tested on Python 3.11
    and 3.12: MXNet 1.9.1 needs numpy < 2, which has no wheels for
@@ -17,8 +20,15 @@ other module of the package changes anything at import time. In order:
    (``np.bool``, ``np.int``, ...; :mod:`d2lpar._compat`), since MXNet
    1.9.1 reads ``np.bool`` while it imports; with numpy 1.23.5 nothing
    changes.
-4. **MXNet is imported**, so that a missing or broken install fails
-   here with the command that fixes it, not deep inside a chapter.
+
+**The first ``import mxnet`` of the process** (by ``dp.train``,
+``dp.devices``, any module of MXNet's part, or the reader's own ``from
+mxnet import np``) does the rest, once, through an import hook that
+:func:`prepare` puts on ``sys.meta_path`` (:func:`start` runs at once if
+MXNet was imported before d2lpar):
+
+4. **MXNet is imported**; a missing or broken install fails with the
+   command that fixes it, not with a bare ``No module named 'mxnet'``.
 5. **``npx.set_np()``**: MXNet's NumPy interface, as in d2l, so arrays
    are ``mxnet.np.ndarray``.
 6. **A fork hook** (``os.register_at_fork``): MXNet restarts its engine
@@ -32,13 +42,15 @@ other module of the package changes anything at import time. In order:
    may later go down but never up, since MXNet's cached oneDNN
    operators crash when run with more threads than they were built for.
 
-Nothing else is loaded up front: the benchmarks (``dp.bench``), several
-processes (``dp.multiprocess``), the grader (``dp.grading``) and
-matplotlib (the figures) are imported the first time a name of theirs is
-used (``d2lpar.__getattr__``), which keeps ``import d2lpar`` close to
-``import mxnet`` itself.
+The PyTorch twin (``d2lpar.torch``) and the framework-neutral modules it
+shares import no MXNet, so items 4 to 7 never happen there. The
+benchmarks (``dp.bench``), several processes (``dp.multiprocess``), the
+grader (``dp.grading``) and matplotlib (the figures) are imported the
+first time a name of theirs is used (``d2lpar.__getattr__``).
 """
 
+import importlib.abc
+import importlib.util
 import os
 import sys
 import warnings
@@ -58,40 +70,104 @@ def _warn_untested_python():
         )
 
 
-def _import_mxnet():
-    """Import MXNet; on failure, raise an ImportError naming the fix."""
-    try:
-        import mxnet
-    except ImportError as err:
-        if err.name == 'distutils':  # Python 3.12 removed it
-            raise ImportError(
-                'MXNet 1.9.1 imports distutils, which Python 3.12 removed; '
-                'setuptools brings it back: pip install setuptools'
-            ) from err
-        raise ImportError(
-            f'd2lpar needs MXNet 1.9.1, which is not installed in '
-            f'{sys.prefix} ({err}); install it with: pip install '
-            f'"d2lpar[cpu]" (CPU), or pip install mxnet-cu112==1.9.1 (a '
-            f'CUDA build, matching your CUDA).'
-        ) from err
-    except AttributeError as err:  # a numpy name MXNet uses is gone
-        raise ImportError(
+def _missing_mxnet(err=None):
+    cause = f' ({err})' if err else ''
+    return ImportError(
+        f'd2lpar needs MXNet 1.9.1, which is not installed in '
+        f'{sys.prefix}{cause}; install it with: pip install '
+        f'"d2lpar[cpu]" (CPU), or pip install mxnet-cu112==1.9.1 (a '
+        f'CUDA build, matching your CUDA).',
+        name='mxnet',
+    )
+
+
+def _broken_mxnet(err):
+    """The ImportError naming the fix when MXNet fails while importing."""
+    if isinstance(err, ImportError) and err.name == 'distutils':
+        # Python 3.12 removed distutils
+        return ImportError(
+            'MXNet 1.9.1 imports distutils, which Python 3.12 removed; '
+            'setuptools brings it back: pip install setuptools'
+        )
+    if isinstance(err, AttributeError):  # a numpy name MXNet uses is gone
+        return ImportError(
             f'MXNet 1.9.1 failed to import beside numpy '
             f'{sys.modules["numpy"].__version__} ({err}); d2lpar is tested '
             f'with numpy 1.23.5 and 1.26.4: pip install "numpy>=1.23.5,<2"'
-        ) from err
-    return mxnet
+        )
+    return _missing_mxnet(err)
 
 
-def start():
-    """Run items 1 to 7 of the module docstring (once, from __init__)."""
+class _SetUpAfterImport(importlib.abc.Loader):
+    """MXNet's own loader, then :func:`start` (items 5 to 7)."""
+
+    def __init__(self, loader):
+        self.loader = loader
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        try:
+            self.loader.exec_module(module)
+        except (ImportError, AttributeError) as err:
+            raise _broken_mxnet(err) from err
+        finally:  # tools that read the loader (inspect) see MXNet's own
+            module.__loader__ = module.__spec__.loader = self.loader
+        start()
+
+
+class _MXNetFinder(importlib.abc.MetaPathFinder):
+    """Item 4: the first ``import mxnet`` of the process, by d2lpar or
+    anyone, runs :func:`start` right after MXNet has loaded.
+
+    Deliberately an import hook rather than ``import mxnet`` in
+    ``__init__``: the PyTorch twin must import without MXNet, and a
+    chapter's ``import d2lpar as dp`` then ``from mxnet import gluon``
+    must still get ``npx.set_np()`` before its first layer.
+    """
+
+    def find_spec(self, name, path=None, target=None):
+        if name != 'mxnet':
+            return None
+        sys.meta_path.remove(self)  # once: the real search follows
+        try:
+            spec = importlib.util.find_spec(name)
+        except ImportError as err:
+            raise _missing_mxnet(err) from err
+        if spec is None:
+            raise _missing_mxnet()
+        spec.loader = _SetUpAfterImport(spec.loader)
+        return spec
+
+
+def prepare():
+    """Run items 1 to 3 of the module docstring and arm item 4 (from
+    __init__): MXNet loaded already is set up now."""
     _warn_untested_python()
     os.environ.setdefault('MXNET_CPU_TEMP_COPY', CPU_TEMP_COPY)
 
     from ._compat import restore_numpy_aliases
 
     restore_numpy_aliases()
-    mx = _import_mxnet()
+    if sys.modules.get('mxnet') is not None:  # imported before d2lpar
+        start()
+    elif not any(isinstance(f, _MXNetFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _MXNetFinder())
+
+
+_started = False
+
+
+def start():
+    """Run items 5 to 7 of the module docstring, once per process (MXNet
+    is imported when this runs)."""
+    global _started
+    if _started:
+        return
+    _started = True
+    import mxnet as mx
+
     mx.npx.set_np()
 
     from . import threads

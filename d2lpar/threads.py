@@ -75,7 +75,8 @@ import platform
 import threading
 import warnings
 
-import mxnet as mx
+# No module-level ``import mxnet``: d2lpar._runtime.start() runs when
+# MXNet is first imported and uses this module, which must then be whole.
 
 # The threads each context's worker has now, as set or first seen here
 # (MXNet starts every worker at mxnet_default_threads()).
@@ -143,6 +144,8 @@ def run_on_worker(ctx, fn, timeout=600):
     :func:`d2lpar.train` and not per step, and other devices need not
     finish their work for it.
     """
+    import mxnet as mx
+
     done = threading.Event()
 
     def call(run_context, param):
@@ -346,6 +349,8 @@ def share_cores(num_processes, ctx=None):
             f'share_cores: num_processes={num_processes!r}; give the '
             'number of processes training on this machine, at least 1'
         )
+    import mxnet as mx
+
     ctx = ctx or mx.cpu(0)
     omp = _env_int('OMP_NUM_THREADS')
     if omp is not None and omp > 0:

@@ -241,6 +241,7 @@ def test_python_3_12_without_distutils_names_the_fix():
         'sys.meta_path.insert(0, NoDistutils())\n'
         'sys.modules.pop("distutils", None)\n'
         'import d2lpar\n'
+        'd2lpar.devices\n'  # the first use of MXNet's part imports it
     )
     done = subprocess.run(
         [sys.executable, '-c', code],

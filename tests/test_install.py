@@ -50,9 +50,11 @@ sys.meta_path.insert(0, NoMXNet())
 
 
 def test_import_without_mxnet_names_the_install_command():
-    """Without MXNet, import d2lpar fails with an ImportError that gives
-    the command installing it, not a bare ModuleNotFoundError."""
-    done = run_python(BLOCK_MXNET + 'import d2lpar')
+    """Without MXNet, ``import d2lpar`` works (the PyTorch twin needs no
+    MXNet) and the first use of MXNet's part fails with an ImportError
+    that gives the command installing it, not a bare
+    ModuleNotFoundError."""
+    done = run_python(BLOCK_MXNET + 'import d2lpar\nd2lpar.devices')
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith('ImportError: d2lpar needs MXNet 1.9.1'), last

@@ -1,5 +1,6 @@
 """What ``import d2lpar`` does: every side effect in d2lpar/_runtime.py,
-and nothing optional loaded until it is used."""
+no MXNet until MXNet's part is used, and nothing optional loaded until it
+is used."""
 
 import ast
 import json
@@ -79,6 +80,7 @@ SIDE_EFFECTS = {
     'register_at_fork',
     'claim_every_core',
     'restore_numpy_aliases',
+    'prepare',
     'start',
 }
 
@@ -102,14 +104,15 @@ def module_level_calls(path):
 
 
 def test_no_module_changes_the_process_at_import_but_runtime():
-    """Only ``_runtime.start()`` (called once by __init__) sets the
-    scratch pool, npx.set_np(), the fork hook and cpu(0)'s threads."""
+    """Only ``_runtime.prepare()`` (called by __init__: the scratch pool,
+    numpy's aliases, the import hook that runs ``start()``: npx.set_np(),
+    the fork hook, cpu(0)'s threads) changes the process at import."""
     found = {}
     for path in sorted(PACKAGE.rglob('*.py')):
         calls = SIDE_EFFECTS & set(module_level_calls(path))
         if calls:
             found[str(path.relative_to(ROOT))] = sorted(calls)
-    assert found == {'d2lpar/__init__.py': ['start']}
+    assert found == {'d2lpar/__init__.py': ['prepare']}
 
 
 def test_module_level_calls_finds_a_side_effect(tmp_path):
@@ -165,12 +168,15 @@ def test_import_sets_what_runtime_says():
     assert done.stdout.split()[-3:] == ['64', 'True', 'mxnet.numpy']
 
 
-# The parts another framework shares (d2lpar.torch): importing them must
-# not need MXNet. The package's own __init__ imports MXNet for the first
-# part, so the script below stands in an empty package object for it
-# (as a framework-neutral install would) and blocks every import of
-# mxnet.
+# The parts another framework shares (d2lpar.torch): importing them,
+# and the package itself, must not need MXNet. The script below blocks
+# every import of mxnet.
 NEUTRAL = (
+    'd2lpar',
+    'd2lpar.epochs',
+    'd2lpar.splitting',
+    'd2lpar.idx',
+    'd2lpar.torch',
     'd2lpar.comm',
     'd2lpar.comm.schedules',
     'd2lpar.comm.costmodel',
@@ -182,15 +188,12 @@ NEUTRAL = (
     'd2lpar.grading.mistakes',
 )
 WITHOUT_MXNET = """
-import importlib, importlib.abc, sys, types
+import importlib, importlib.abc, sys
 class NoMXNet(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
         if name == 'mxnet' or name.startswith('mxnet.'):
             raise ModuleNotFoundError('mxnet is blocked', name=name)
 sys.meta_path.insert(0, NoMXNet())
-package = types.ModuleType('d2lpar')
-package.__path__ = [sys.argv[1]]
-sys.modules['d2lpar'] = package
 for name in sys.argv[2:]:
     try:
         importlib.import_module(name)
@@ -221,3 +224,68 @@ def test_framework_neutral_parts_import_without_mxnet():
         *(f'{name} ok' for name in NEUTRAL),
         'd2lpar.comm.algorithms needs mxnet',
     ]
+
+
+def test_a_module_imported_directly_gets_mxnet_set_up():
+    """In a fresh process, importing one MXNet module of the package
+    directly (not through ``dp.``) sets the scratch pool and MXNet's
+    NumPy arrays, as ``dp.train`` would (the import hook)."""
+    script = (
+        'import os\n'
+        'from d2lpar.comm.algorithms import ring_allreduce\n'
+        'from mxnet import np, util\n'
+        'print(os.environ["MXNET_CPU_TEMP_COPY"], util.is_np_array())'
+    )
+    env = {k: v for k, v in os.environ.items() if k != 'MXNET_CPU_TEMP_COPY'}
+    done = subprocess.run(
+        [sys.executable, '-c', script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-2:] == ['64', 'True']
+
+
+def test_import_d2lpar_loads_no_mxnet_until_used():
+    """``import d2lpar`` leaves MXNet unloaded; the first ``dp.`` name of
+    MXNet's part loads it."""
+    script = (
+        'import sys\n'
+        'import d2lpar as dp\n'
+        'before = "mxnet" in sys.modules\n'
+        'dp.devices\n'
+        'print(before, "mxnet" in sys.modules)'
+    )
+    done = subprocess.run(
+        [sys.executable, '-c', script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ['False', 'True']
+
+
+def test_mxnet_imported_before_d2lpar_is_set_up_at_once():
+    """``import mxnet`` then ``import d2lpar``: the hook cannot fire, so
+    ``prepare()`` runs ``start()`` itself."""
+    script = (
+        'import mxnet\n'
+        'from mxnet import util\n'
+        'before = util.is_np_array()\n'
+        'import d2lpar\n'
+        'print(before, util.is_np_array())'
+    )
+    done = subprocess.run(
+        [sys.executable, '-c', script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ['False', 'True']

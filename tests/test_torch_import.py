@@ -14,13 +14,6 @@ import pytest
 
 pytest.importorskip('torch')
 
-# What still loads MXNet on the way to d2lpar.torch (issue 27 makes the
-# package's imports lazy): strict, so each test fails once it passes and
-# its mark must go.
-PACKAGE_IMPORTS_MXNET = pytest.mark.xfail(
-    strict=True,
-    reason='d2lpar/__init__.py imports MXNet (d2lpar._runtime.start)',
-)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Train one step on two devices, then print what the process loaded.
@@ -39,14 +32,6 @@ ONE_STEP = """
     print(loaded, torch.get_num_threads(), losses[0].item())
 """
 
-# d2lpar's package without its __init__: what d2lpar.torch imports of
-# the library, and nothing the package's __init__ adds.
-WITHOUT_INIT = f"""
-import sys, types
-package = types.ModuleType('d2lpar')
-package.__path__ = [{os.path.join(ROOT, 'd2lpar')!r}]
-sys.modules['d2lpar'] = package
-"""
 NO_MXNET = "import sys; sys.modules['mxnet'] = None\n"
 
 
@@ -63,28 +48,17 @@ def run(code, prelude=''):
     )
 
 
-def test_the_twin_and_the_modules_it_shares_need_no_mxnet():
-    """d2lpar.torch, and the framework-neutral modules of the library it
-    imports (the epoch loop, shard sizes, the IDX reader), train a step
-    where every ``import mxnet`` fails; the package's own __init__ is
-    left out here (the next tests include it)."""
-    out = run(ONE_STEP, prelude=NO_MXNET + WITHOUT_INIT)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split()[0] == 'False'
-
-
 def test_the_grader_needs_no_mxnet():
     """check_allreduce runs on the grader's framework-neutral reports."""
     code = """
         from d2lpar import torch as dp
         print(bool(dp.check_allreduce(dp.allreduce)))
     """
-    out = run(code, prelude=NO_MXNET + WITHOUT_INIT)
+    out = run(code, prelude=NO_MXNET)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ['True']
 
 
-@PACKAGE_IMPORTS_MXNET
 def test_importing_the_twin_does_not_load_mxnet():
     out = run(ONE_STEP)
     assert out.returncode == 0, out.stderr
@@ -92,9 +66,11 @@ def test_importing_the_twin_does_not_load_mxnet():
     assert loaded == 'False', 'from d2lpar import torch loaded MXNet'
 
 
-@PACKAGE_IMPORTS_MXNET
 def test_the_twin_trains_where_mxnet_cannot_be_imported():
-    """As in a venv without MXNet: every ``import mxnet`` fails."""
+    """As in a venv without MXNet: every ``import mxnet`` fails, and the
+    twin, the package's __init__ and the framework-neutral modules the
+    twin shares (the epoch loop, shard sizes, the IDX reader) train a
+    step."""
     out = run(ONE_STEP, prelude=NO_MXNET)
     assert out.returncode == 0, out.stderr
 
