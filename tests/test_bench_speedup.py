@@ -149,3 +149,29 @@ def test_a_round_faster_than_k_fold_is_disturbed():
     assert speedup.disturbed_rounds(loaded) == [0, 1, 2]
     near = _result([200.0, 210.0, 190.0], [101.0, 99.0, 120.0])
     assert speedup.disturbed_rounds(near) == [1]
+
+
+def test_a_round_still_disturbed_is_left_out_of_the_answer(
+    tmp_path, monkeypatch
+):
+    """When every re-run is disturbed too, the round stays in the file
+    (listed in ``left_out``) but not in the speed-ups the pages state;
+    a result whose every round is disturbed keeps them all."""
+
+    def fake(device_counts, progress=None, steps=None, rounds=None):
+        if rounds == 3:  # round 2's one-device step was disturbed
+            one, two = [100.0, 110.0, 1000.0], [80.0, 85.0, 90.0]
+        else:  # and so is every re-run of it
+            one, two = [900.0], [95.0]
+        return dict(_result(one, two), steps=steps)
+
+    monkeypatch.setattr(speedup, 'compare_training', fake)
+    monkeypatch.setattr(
+        speedup, 'design', lambda quick: dict(steps=4, rounds=3)
+    )
+    result = speedup.two_devices(str(tmp_path / 'a.json'))
+    assert result['rerun'] == 2 and result['left_out'] == [2]
+    assert speedup.speedups(result) == pytest.approx([100 / 80, 110 / 85])
+    assert speedup.speedup_range(result) == ('1.25', '1.29')
+    everything = dict(_result([100.0], [80.0]), left_out=[0])
+    assert speedup.speedups(everything) == pytest.approx([1.25])

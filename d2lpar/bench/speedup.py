@@ -26,8 +26,9 @@ FILE = os.path.join('measurements', 'two-devices.json')
 # The way the file's numbers were measured: a file written another way (an
 # older version of this module) is measured anew, never reused. 2: the
 # limit's rate is the best of runs before and during the rounds, and a
-# disturbed round was measured again.
-FORMAT = 2
+# disturbed round was measured again. 3: rounds still disturbed after
+# the re-runs are listed in ``left_out`` and not part of the answer.
+FORMAT = 3
 
 
 def _build_dir():
@@ -95,6 +96,9 @@ def two_devices(path=None, progress=None):
             return dict(result, reused=True)
     result = compare_training((1, 2, 4), progress=progress, **design(quick))
     result['rerun'] = _rerun_disturbed(result, quick, progress)
+    # Still disturbed after the re-runs: kept in the file and the page's
+    # table, left out of the answer (speedups), and counted on the page.
+    result['left_out'] = disturbed_rounds(result)
     result['quick'] = quick
     result['format'] = FORMAT
     if path:
@@ -192,12 +196,17 @@ def speedups(result, k=2, path='d2lpar'):
     -------
     list of float
         ``ms per step on one device / ms per step on k``, per round (both
-        measured in the same process).
+        measured in the same process), leaving out the rounds in
+        ``result['left_out']`` (still disturbed after the re-runs), unless
+        that would leave none.
     """
     rounds = {
         r['devices']: r['rounds'] for r in result['rows'] if r['path'] == path
     }
-    return [one / many for one, many in zip(rounds[1], rounds[k])]
+    pairs = list(zip(rounds[1], rounds[k]))
+    left_out = set(result.get('left_out', ()))
+    kept = [p for i, p in enumerate(pairs) if i not in left_out] or pairs
+    return [one / many for one, many in kept]
 
 
 def speedup_range(result, k=2, path='d2lpar'):
