@@ -92,23 +92,8 @@ def test_the_time_limit_stops_every_worker(tmp_path, capfd):
     [signal.SIGTERM, pytest.param(signal.SIGINT, marks=pytest.mark.slow)],
 )
 def test_a_signal_to_the_launcher_leaves_nothing_running(tmp_path, sig):
-    launcher = subprocess.Popen(
-        [PY, '-m', 'd2lpar', 'launch', '--engine', 'torch', '--workers',
-         '2', '--timeout', '200', '--', PY, JOB, str(tmp_path), 'sleep'],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
+    launcher, workers = _start_launcher(tmp_path, 'sleep')
     try:
-
-        def started():
-            if launcher.poll() is not None:
-                out, err = launcher.communicate()
-                pytest.fail(f'the launcher ended early: {out}\n{err}')
-            return all((tmp_path / f'pid-{r}').exists() for r in (0, 1))
-
-        wait_for(started, 150, 'both workers to start')
-        workers = pids(tmp_path)
         launcher.send_signal(sig)
         out, err = launcher.communicate(timeout=30)
     finally:
@@ -116,6 +101,51 @@ def test_a_signal_to_the_launcher_leaves_nothing_running(tmp_path, sig):
     assert launcher.returncode == 128 + sig, err[-2000:]
     assert f'received {signal.Signals(sig).name}' in err
     wait_for(lambda: all(gone(p) for p in workers), 5, 'the workers to end')
+
+
+def _start_launcher(tmp_path, mode):
+    """``launch --engine torch`` in a process of its own, once both of its
+    workers run ``torchjob.py`` in ``mode``; (launcher, worker pids)."""
+    launcher = subprocess.Popen(
+        [PY, '-m', 'd2lpar', 'launch', '--engine', 'torch', '--workers',
+         '2', '--timeout', '200', '--', PY, JOB, str(tmp_path), mode],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+
+    def started():
+        if launcher.poll() is not None:
+            out, err = launcher.communicate()
+            pytest.fail(f'the launcher ended early: {out}\n{err}')
+        return all((tmp_path / f'pid-{r}').exists() for r in (0, 1))
+
+    try:
+        wait_for(started, 150, 'both workers to start')
+    except BaseException:
+        launcher.kill()
+        raise
+    return launcher, pids(tmp_path)
+
+
+@pytest.mark.slow
+def test_sigkill_to_the_launcher_leaves_no_worker(tmp_path):
+    """SIGKILL cannot be handled, so the agent cannot stop anything: the
+    kernel kills each worker when the launcher dies (PR_SET_PDEATHSIG),
+    even workers that ignore SIGTERM."""
+    launcher, workers = _start_launcher(tmp_path, 'ignore-term')
+    try:
+        assert not any(gone(p) for p in workers)
+        launcher.kill()  # SIGKILL
+        launcher.communicate(timeout=30)
+        wait_for(
+            lambda: all(gone(p) for p in workers), 5, 'the workers to end'
+        )
+    finally:
+        for pid in workers:  # never leave one behind if the test fails
+            if not gone(pid):
+                os.kill(pid, signal.SIGKILL)
+    assert launcher.returncode == -signal.SIGKILL
 
 
 def test_bad_launches_are_clear_errors(capsys):

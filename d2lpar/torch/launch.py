@@ -16,8 +16,10 @@ What this adds to ``torchrun``: a worker that fails ends the job at once
 (the agent, told not to restart, stops the others with SIGTERM, then
 SIGKILL) and the launcher says which worker failed, with what status,
 and returns that status; SIGTERM or SIGINT to the launcher, or its time
-limit, stops every worker's process group before it returns; every line
-a worker prints comes out prefixed with its rank.
+limit, stops every worker's process group before it returns; SIGKILL to
+the launcher (which no handler can catch) kills every worker too (see
+:data:`ORPHAN_GUARD`); every line a worker prints comes out prefixed
+with its rank.
 """
 
 import os
@@ -30,6 +32,52 @@ import uuid
 # The signals PyTorch's agent handles (TORCHELASTIC_SIGNALS_TO_HANDLE):
 # each stops every worker's process group before the launcher returns.
 HANDLED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
+
+# What the agent starts in place of each worker's command on Linux: it
+# asks the kernel to SIGKILL it when the launcher dies, then becomes the
+# command (exec keeps the pid and the death signal). Why: the agent
+# (torch.distributed.elastic's SubprocessHandler._popen) starts every
+# worker with subprocess.Popen(start_new_session=True), so that its
+# SIGTERM reaches the worker's children (pytorch/pytorch#113231); it has
+# no hook to run code in the child before exec, and nothing tells a
+# worker that its agent is gone. SIGTERM to the launcher is handled (the
+# agent stops every process group), but SIGKILL or a crash of the
+# launcher left the workers running, reparented to init, blocked in
+# their next collective for good. A watchdog thread polling the parent's
+# pid would need every worker command to be Python and to start it;
+# PR_SET_PDEATHSIG works for any command, at once, from the kernel.
+# SIGKILL, not SIGTERM: with the launcher gone nothing would follow up
+# on a worker that ignores SIGTERM. The kernel sends it when the
+# *thread* that started the worker ends: the agent starts them from the
+# thread that calls launch(), which must be the main thread (checked
+# below), so the signal comes when the process ends. Not covered: a
+# worker's own children (they stay in its session) and other systems
+# than Linux (no PR_SET_PDEATHSIG; there the command runs as it is).
+# argv: LAUNCHER_PID COMMAND ARGS...
+ORPHAN_GUARD = """
+import ctypes, os, signal, sys
+PR_SET_PDEATHSIG = 1
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) != 0:
+    sys.exit('launch: prctl(PR_SET_PDEATHSIG) failed: '
+             + os.strerror(ctypes.get_errno()))
+if os.getppid() != int(sys.argv[1]):
+    sys.exit('launch: the launcher ended before this worker started')
+try:
+    os.execvp(sys.argv[2], sys.argv[2:])
+except OSError as e:
+    print(f'launch: cannot run {sys.argv[2]!r}: {e}', file=sys.stderr)
+    os._exit(127)
+"""
+
+
+def guarded(command):
+    """The command the agent starts for ``command``: under
+    :data:`ORPHAN_GUARD` on Linux (it dies with this process), as it is
+    elsewhere."""
+    if not sys.platform.startswith('linux'):
+        return list(command)
+    return [sys.executable, '-c', ORPHAN_GUARD, str(os.getpid()), *command]
 
 
 def _quiet_agent():
@@ -156,7 +204,8 @@ def launch(command, workers=2, timeout=600):
         )
         timer.start()
         try:
-            elastic_launch(config, command[0])(*command[1:])
+            entry, *args = guarded(command)
+            elastic_launch(config, entry)(*args)
             return 0
         except ChildFailedError as e:
             rank, failure = e.get_first_failure()
