@@ -48,6 +48,7 @@ trained beside others keeps its share for the rest of the process.
 """
 
 import importlib
+import importlib.util
 
 # Items 1 to 3 of d2lpar._runtime (a scratch-pool variable, numpy's
 # removed aliases): cheap, no MXNet, and before anything imports MXNet.
@@ -169,9 +170,15 @@ def __getattr__(name):
     try:
         module, attribute = _NAMES[name]
     except KeyError:
-        raise AttributeError(
-            f'module {__name__!r} has no attribute {name!r}'
-        ) from None
+        # A module of the package (dp.training, dp.threads) is reached as
+        # an attribute, as when __init__ imported them all.
+        if name.startswith('_') or not importlib.util.find_spec(
+            f'{__name__}.{name}'
+        ):
+            raise AttributeError(
+                f'module {__name__!r} has no attribute {name!r}'
+            ) from None
+        module, attribute = f'.{name}', None
     value = importlib.import_module(module, __name__)
     if attribute is not None:
         value = getattr(value, attribute)

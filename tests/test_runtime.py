@@ -69,6 +69,11 @@ def test_an_unknown_name_is_an_attribute_error():
     with pytest.raises(AttributeError, match='no_such_name'):
         d2lpar.no_such_name  # noqa: B018
     assert 'bench' in dir(d2lpar) and 'check_allreduce' in dir(d2lpar)
+    # A module of the package is an attribute (dp.training.sgd), not a
+    # private one.
+    assert d2lpar.training.sgd.__module__ == 'd2lpar.training'
+    with pytest.raises(AttributeError, match='_no_such_module'):
+        d2lpar._no_such_module  # noqa: B018
 
 
 # Calls that change the process (an environment variable, MXNet's array
