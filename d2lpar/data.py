@@ -1,22 +1,37 @@
-"""Finding and loading the real Fashion-MNIST.
+"""Finding and loading the real Fashion-MNIST as MXNet minibatches.
 
-Where the four IDX files are looked for (and fetched if missing), and the
-minibatch iterators over them; reading and validating the files
-themselves is :mod:`d2lpar.idx`.
+Fetching the four IDX files with MXNet's download when no folder has
+them, and the minibatch iterators over them. Where the files are looked
+for and each epoch's seeded order are framework-neutral,
+:mod:`d2lpar.fashion` (PyTorch's loader shares them); reading and
+validating the files themselves is :mod:`d2lpar.idx`.
 """
 
-import os
 import socket
-import warnings
 
-import mxnet as mx
-import numpy as onp
 from mxnet import gluon, np
 
 from .checks import check_positive
-from .idx import FILES, read_split
+from .fashion import (
+    DEBIAN_DIR,
+    SeededShuffle,
+    look_for,
+    missing_files,
+    mxnet_cache_dir,
+    not_found,
+    warn_if_passed_over,
+)
+from .fashion import search_dirs as _search_dirs
+from .idx import read_split
 
-DEBIAN_DIR = '/usr/share/datasets/fashion-mnist'
+__all__ = [
+    'DEBIAN_DIR',
+    'ShuffleSampler',
+    'find_fashion_mnist',
+    'load_fashion_mnist',
+    'mxnet_cache_dir',
+    'search_dirs',
+]
 
 
 def search_dirs(root=None):
@@ -32,26 +47,11 @@ def search_dirs(root=None):
     list of (str, str)
         ``(where it comes from, folder)``: ``root``, ``$D2LPAR_DATA``,
         MXNet's cache (``$MXNET_HOME/datasets/fashion-mnist``), then
-        Debian's ``/usr/share/datasets/fashion-mnist``.
+        Debian's ``/usr/share/datasets/fashion-mnist``
+        (:func:`d2lpar.fashion.search_dirs`, which PyTorch's loader
+        searches too).
     """
-    dirs = []
-    if root is not None:
-        dirs.append(('root argument', os.fspath(root)))
-    if os.environ.get('D2LPAR_DATA'):
-        dirs.append(('$D2LPAR_DATA', os.environ['D2LPAR_DATA']))
-    dirs.append(('MXNet cache', mxnet_cache_dir()))
-    dirs.append(('Debian package dataset-fashion-mnist', DEBIAN_DIR))
-    return dirs
-
-
-def mxnet_cache_dir():
-    """MXNet's own download folder for Fashion-MNIST."""
-    return os.path.join(mx.base.data_dir(), 'datasets', 'fashion-mnist')
-
-
-def _missing(directory):
-    names = FILES['train'] + FILES['test']
-    return [n for n in names if not os.path.isfile(os.path.join(directory, n))]
+    return _search_dirs(root, mxnet_cache_dir(), DEBIAN_DIR)
 
 
 def _download(directory, timeout=30):
@@ -66,25 +66,6 @@ def _download(directory, timeout=30):
     finally:
         socket.setdefaulttimeout(old)
     return None
-
-
-def _warn_if_passed_over(report, directory):
-    # A folder the caller named (root, $D2LPAR_DATA) without the data is
-    # most likely a typo; training on another copy must not go unnoticed.
-    chosen = [
-        line
-        for line in report
-        if '(root argument)' in line or '($D2LPAR_DATA)' in line
-    ]
-    if chosen:
-        warnings.warn(
-            'load_fashion_mnist: the folder you chose lacks '
-            'Fashion-MNIST:\n'
-            + '\n'.join(chosen)
-            + f'\nreading {directory} instead; fix the path to '
-            'use your own copy',
-            stacklevel=4,
-        )
 
 
 def find_fashion_mnist(root=None, download=True):
@@ -115,37 +96,26 @@ def find_fashion_mnist(root=None, download=True):
         When ``root`` or ``$D2LPAR_DATA`` lacks the files and a later
         folder is used instead.
     """
-    report = []
-    for label, directory in search_dirs(root):
-        missing = _missing(directory)
-        if not missing:
-            _warn_if_passed_over(report, directory)
-            return directory
-        report.append(f'  {directory} ({label}): missing {", ".join(missing)}')
+    directory, report = look_for(search_dirs(root))
+    if directory is not None:
+        return directory
     failure = 'not attempted (download=False)'
     if download:
         failure = _download(mxnet_cache_dir())
-        if not _missing(mxnet_cache_dir()):
-            _warn_if_passed_over(report, mxnet_cache_dir())
+        if not missing_files(mxnet_cache_dir()):
+            warn_if_passed_over(report, mxnet_cache_dir())
             return mxnet_cache_dir()
-    raise FileNotFoundError(
-        'load_fashion_mnist: Fashion-MNIST was not found. Looked in:\n'
-        + '\n'.join(report)
-        + f'\nDownload into the MXNet cache: {failure}'
-        '\nTo get the data, either\n'
-        "  1. install Debian's package: "
-        'sudo apt-get install -y dataset-fashion-mnist, or\n'
-        '  2. put the four .gz IDX files in a folder and pass root=FOLDER '
-        'or set D2LPAR_DATA=FOLDER.'
-    )
+    raise not_found(report, f'Download into the MXNet cache: {failure}')
 
 
-class ShuffleSampler(gluon.data.Sampler):
+class ShuffleSampler(SeededShuffle, gluon.data.Sampler):
     """Indices ``0..n-1`` in a new random order each epoch, reproducibly.
 
     Gluon's own ``RandomSampler`` draws from NumPy's global generator;
-    here epoch ``e``'s order depends only on ``(seed, e)``, so a seed
-    fixes every epoch's order, and a resumed run can start at any epoch.
+    here epoch ``e``'s order depends only on ``(seed, e)``
+    (:class:`d2lpar.fashion.SeededShuffle`, PyTorch's loader's order
+    too), so a seed fixes every epoch's order, and a resumed run can
+    start at any epoch.
 
     Parameters
     ----------
@@ -156,17 +126,6 @@ class ShuffleSampler(gluon.data.Sampler):
     epoch : int, optional
         The epoch whose order the next pass uses.
     """
-
-    def __init__(self, n, seed, epoch=0):
-        self._n, self._seed, self.epoch = n, seed, epoch
-
-    def __iter__(self):
-        rng = onp.random.default_rng((self._seed, self.epoch))
-        self.epoch += 1
-        return iter(rng.permutation(self._n).tolist())
-
-    def __len__(self):
-        return self._n
 
 
 def load_fashion_mnist(

@@ -159,3 +159,33 @@ def test_bad_sizes(isolated_data, kwargs, error):
     """Non-positive or non-integer sizes are refused."""
     with pytest.raises(error, match='load_fashion_mnist'):
         dp.load_fashion_mnist(**kwargs)
+
+
+@pytest.mark.parametrize('home', [None, 'elsewhere'])
+def test_the_cache_is_where_mxnet_downloads(monkeypatch, tmp_path, home):
+    """d2lpar.fashion finds MXNet's cache without MXNet (PyTorch's loader
+    searches it too): the folder MXNet's own data_dir() gives, with
+    $MXNET_HOME set or not."""
+    import mxnet as mx
+
+    from d2lpar.fashion import mxnet_cache_dir
+
+    if home:
+        monkeypatch.setenv('MXNET_HOME', str(tmp_path / home))
+    else:
+        monkeypatch.delenv('MXNET_HOME', raising=False)
+    want = os.path.join(mx.base.data_dir(), 'datasets', 'fashion-mnist')
+    assert mxnet_cache_dir() == want
+
+
+def test_both_frameworks_search_the_same_folders(isolated_data):
+    """PyTorch's loader looks where MXNet's does, in the same order."""
+    pytest.importorskip('torch')
+    import d2lpar.data as data
+    import d2lpar.torch.data as tdata
+
+    root = str(isolated_data / 'mine')
+    mine, theirs = tdata.search_dirs(root), data.search_dirs(root)
+    # the fixture moved MXNet's Debian folder: all the others agree
+    assert mine[:-1] == theirs[:-1] and len(mine) == len(theirs) == 3
+    assert mine[-1] == (theirs[-1][0], tdata.DEBIAN_DIR)

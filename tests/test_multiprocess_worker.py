@@ -1,10 +1,10 @@
-"""The multi-process worker without a job: its kvstore mode and its
-shards of each minibatch (its checkpoints: test_multiprocess_checkpoint.py)."""
+"""The multi-process worker without a job: its kvstore mode and the end of
+its epochs (its checkpoints: test_multiprocess_checkpoint.py; its shards
+of each minibatch, shared with the PyTorch worker: test_workers.py)."""
 
-import numpy as onp
 import pytest
 
-from d2lpar.multiprocess.worker import Shards, kvstore_mode
+from d2lpar.multiprocess.worker import kvstore_mode
 
 
 def test_worker_kvstore_contradicting_the_launcher_is_refused(monkeypatch):
@@ -35,21 +35,6 @@ def test_kvstore_mode_comes_from_the_flag_or_the_launcher(
     else:
         monkeypatch.delenv('D2LPAR_KVSTORE', raising=False)
     assert kvstore_mode(given) == mode
-
-
-def test_shards_cover_each_minibatch_and_know_its_size():
-    """Two workers' shards of every minibatch (the last one short) are
-    disjoint, cover it in order, and batch_size is the whole batch's."""
-    X = onp.arange(10.0)
-    batches = [(X[:4], X[:4]), (X[4:7], X[4:7]), (X[7:9], X[7:9])]
-    seen = {0: [], 1: []}
-    for rank in (0, 1):
-        shards = Shards(batches, rank, 2)
-        for Xs, _ in shards:
-            seen[rank].append((list(Xs), shards.batch_size))
-    assert [s for s, _ in seen[0]] == [[0, 1], [4, 5], [7]]
-    assert [s for s, _ in seen[1]] == [[2, 3], [6], [8]]
-    assert [n for _, n in seen[0]] == [4, 3, 2]
 
 
 def test_rank0_checkpoint_exists_when_its_epoch_line_is_printed(
@@ -85,3 +70,33 @@ def test_rank0_checkpoint_exists_when_its_epoch_line_is_printed(
     monkeypatch.setattr(sys, 'stdout', Watch())
     epochs.end_epoch(result)
     assert seen == [True]
+
+
+def test_an_async_epoch_records_its_stale_steps_and_bytes(capsys):
+    """On dist_async the epoch's record and line add the stale steps
+    (then counted afresh), the wait at the barrier and the loopback's
+    bytes (None where it cannot be read)."""
+    from types import SimpleNamespace
+
+    import d2lpar as dp
+    from d2lpar.multiprocess.worker import WorkerEpochs
+
+    engine = SimpleNamespace(
+        name='kvstore', rank=1, num_workers=2, asynchronous=True
+    )
+    epochs = WorkerEpochs(
+        engine, dp.init_lenet_params(0, 0.1), 0.1, None, None, None
+    )
+    epochs.steps, epochs.stale, epochs.waited = 5, 2.0, 0.25
+    result = SimpleNamespace(
+        epochs_done=3, epoch_seconds=[0.5], test_acc=[0.5], train_loss=[1.0]
+    )
+    epochs.end_epoch(result)
+    record = epochs.stats['epochs'][0]
+    assert record['stale_steps'] == 2 and record['wait_seconds'] == 0.25
+    assert 'loopback_bytes' in record
+    assert epochs.stats['asynchronous'] is True
+    line = capsys.readouterr().out
+    assert 'rank 1/2 epoch 3: test acc 0.500' in line
+    assert '2/5 steps stale' in line
+    assert epochs.stale == 0 and epochs.steps == 0

@@ -1,94 +1,36 @@
 """Checkpoints of a multi-process job: written atomically, checked on load.
 
 Rank 0 of :func:`d2lpar.multiprocess.run_worker` saves one after every
-epoch (``--save-to``) and reads it back on ``--resume``. Besides the
-arrays a checkpoint records the finished epoch, the job's number of
-workers and the arrays' shapes, so that a job of another size or another
-model refuses it with a message that says what to do.
+epoch (``--save-to``) and reads it back on ``--resume``. The file, and
+its checks, are the framework-neutral :mod:`d2lpar.checkpoint` (the
+PyTorch worker writes the same one); this module loads it as MXNet
+arrays.
 """
 
-import json
-import os
-import zipfile
-
-import numpy as onp
 from mxnet import np
 
-CHECKPOINT_FORMAT = 'd2lpar-checkpoint-1'
+from ..checkpoint import (
+    CHECKPOINT_FORMAT,
+    CheckpointError,
+    read_checkpoint,
+    save_checkpoint,
+)
 
-
-class CheckpointError(ValueError):
-    """A checkpoint cannot be used; the message names it and what to do."""
-
-
-def save_checkpoint(params, path, epoch, num_workers):
-    """Write a checkpoint atomically: to a temporary file, then rename.
-
-    A crash while writing leaves the previous checkpoint intact, never a
-    half-written one. Besides the arrays it records the finished
-    ``epoch``, the job's ``num_workers`` and the arrays' shapes, so that
-    :func:`load_checkpoint` can refuse a run it does not belong to.
-    """
-    meta = {
-        'format': CHECKPOINT_FORMAT,
-        'epoch': int(epoch),
-        'num_workers': int(num_workers),
-        'shapes': [list(p.shape) for p in params],
-    }
-    arrays = {f'param_{i}': p.asnumpy() for i, p in enumerate(params)}
-    tmp = f'{path}.tmp-{os.getpid()}'
-    with open(tmp, 'wb') as f:
-        onp.savez(f, meta=onp.array(json.dumps(meta)), **arrays)
-    os.replace(tmp, path)
+__all__ = [
+    'CHECKPOINT_FORMAT',
+    'CheckpointError',
+    'load_checkpoint',
+    'save_checkpoint',
+]
 
 
 def load_checkpoint(path, num_workers=None, shapes=None):
-    """Return ``(params, finished_epochs)`` from :func:`save_checkpoint`.
+    """Return ``(params, finished_epochs)`` from :func:`save_checkpoint`:
+    MXNet arrays and an int.
 
-    Parameters
-    ----------
-    path : str
-    num_workers : int, optional
-        Refuse a checkpoint written by a job of another size.
-    shapes : list of tuple, optional
-        Refuse a checkpoint of another model (e.g. LeNet's shapes).
-
-    Raises
-    ------
-    CheckpointError
-        If the file is corrupt, truncated, not a d2lpar checkpoint, or
-        belongs to another number of workers or another model.
+    Parameters and errors as :func:`d2lpar.checkpoint.read_checkpoint`:
+    a ``CheckpointError`` for a corrupt or truncated file, or one that
+    belongs to another number of workers or another model.
     """
-    meta, arrays = _read_checkpoint(path)
-    saved = [tuple(s) for s in meta['shapes']]
-    if shapes is not None and saved != [tuple(s) for s in shapes]:
-        raise CheckpointError(
-            f'{path} holds a model with shapes {saved}, not {list(shapes)}'
-            f'; resume only the model it was written for, or delete it '
-            f'to start afresh'
-        )
-    if num_workers is not None and meta['num_workers'] != num_workers:
-        raise CheckpointError(
-            f'{path} was written by a job of {meta["num_workers"]} '
-            f'workers, not {num_workers}: the global batch and the data '
-            f'order would differ. Resume with --workers '
-            f'{meta["num_workers"]}, or delete it to start afresh'
-        )
-    return [np.array(a) for a in arrays], meta['epoch']
-
-
-def _read_checkpoint(path):
-    try:
-        with onp.load(path, allow_pickle=False) as saved:
-            meta = json.loads(str(saved['meta']))
-            if meta.get('format') != CHECKPOINT_FORMAT:
-                raise KeyError('format')
-            arrays = [saved[f'param_{i}'] for i in range(len(meta['shapes']))]
-    except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile) as e:
-        raise CheckpointError(
-            f'{path} is not a readable d2lpar checkpoint ({type(e).__name__}'
-            f': {e}); it may be truncated or written by another program. '
-            f'Delete it (or pass another --save-to) to start afresh, or '
-            f'drop --resume'
-        ) from e
-    return meta, arrays
+    arrays, epoch = read_checkpoint(path, num_workers, shapes)
+    return [np.array(a) for a in arrays], epoch

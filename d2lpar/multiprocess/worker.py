@@ -9,7 +9,6 @@ the ``dist_async`` kvstore the servers take the step instead, with each
 push as it arrives (:func:`async_step`).
 """
 
-import json
 import os
 import time
 
@@ -19,44 +18,33 @@ from mxnet import np
 # d2l pins numpy 1.23.5; its helpers are written out in _d2l.
 from .. import _d2l as d2l
 from ..data import load_fashion_mnist
-from ..epochs import TrainResult, run_epochs
 from ..evaluation import evaluate_accuracy
 from ..model import LENET_SHAPES, init_lenet_params, lenet
 from ..parameters import get_params
-from ..splitting import shard_ranges
 from ..threads import share_cores
 from ..training import count_correct, device_gradients
-from .checkpoint import load_checkpoint, save_checkpoint
+from ..workers import Shards, WorkerLoop, load_shards, my_shard, resume_from
 from .engines import make_engine
 from .loopback import loopback_tx_bytes
+
+__all__ = [
+    'COUNTS_KEY',
+    'Shards',
+    'WorkerEpochs',
+    'async_step',
+    'global_accuracy',
+    'kvstore_mode',
+    'largest',
+    'my_shard',
+    'run_worker',
+    'shard_gradients',
+    'start_state',
+    'worker_step',
+]
 
 # The engine sums arrays by key; the parameters' gradients use keys
 # 0, 1, ..., so the evaluation counts take one far beyond them.
 COUNTS_KEY = 1000
-
-
-def my_shard(X, y, rank, num_workers):
-    """Worker ``rank``'s contiguous shard of a global minibatch."""
-    start, stop = shard_ranges(X.shape[0], num_workers)[rank]
-    return X[start:stop], y[start:stop]
-
-
-class Shards:
-    """This worker's shards of every global minibatch of ``data_iter``.
-
-    Iterating yields ``(X_shard, y_shard)``; ``batch_size`` is then the
-    size of the global minibatch the shard came from (the last one may
-    be short), which the step divides by.
-    """
-
-    def __init__(self, data_iter, rank, num_workers):
-        self.data_iter, self.rank = data_iter, rank
-        self.num_workers, self.batch_size = num_workers, None
-
-    def __iter__(self):
-        for X, y in self.data_iter:
-            self.batch_size = X.shape[0]
-            yield my_shard(X, y, self.rank, self.num_workers)
 
 
 def shard_gradients(X, y, params):
@@ -122,35 +110,37 @@ def start_state(engine, seed, init_scale, save_to, resume):
     Rank 0 starts from fresh parameters, or from its checkpoint when
     resuming; the engine broadcasts both, so only rank 0 reads the file.
     """
-    params, done = init_lenet_params(seed, init_scale), 0
-    if engine.rank == 0 and resume and save_to and os.path.exists(save_to):
-        params, done = load_checkpoint(
-            save_to, engine.num_workers, [s for _, s in LENET_SHAPES]
-        )
+    saved, done = resume_from(
+        engine.rank, engine.num_workers, save_to, resume,
+        [s for _, s in LENET_SHAPES],
+    )  # fmt: skip
+    if saved is None:
+        params = init_lenet_params(seed, init_scale)
+    else:
+        params = [np.array(a) for a in saved]
     params = get_params(params, mx.cpu())
     progress = np.array([float(done)])
     engine.broadcast_(params + [progress])
     return params, int(progress[0])
 
 
-class WorkerEpochs:
-    """What :func:`d2lpar.epochs.run_epochs` calls on one worker.
+class WorkerEpochs(WorkerLoop):
+    """What :func:`d2lpar.epochs.run_epochs` calls on one MXNet worker.
 
     The step (:func:`worker_step`, or :func:`async_step` on
-    ``dist_async``), the test accuracy, and what happens after each
-    epoch: count steps, print, save rank 0's checkpoint, record stats.
+    ``dist_async``) and the test accuracy; what happens after each
+    epoch (count steps, record stats, save rank 0's checkpoint, print)
+    is :class:`d2lpar.workers.WorkerLoop`'s, with the loopback's bytes
+    and, on ``dist_async``, the stale steps added.
     """
 
     def __init__(self, engine, params, lr, shards, test_iter, save_to):
-        self.engine, self.params, self.lr = engine, params, lr
-        self.shards, self.test_iter, self.save_to = shards, test_iter, save_to
-        self.stats = {
-            'engine': engine.name,
-            'workers': engine.num_workers,
-            'asynchronous': engine.asynchronous,
-            'epochs': [],
-        }
-        self.steps, self.stale, self.waited = 0, 0, 0.0
+        super().__init__(
+            engine.rank, engine.num_workers, params, shards, save_to,
+            engine.name, engine.asynchronous,
+        )  # fmt: skip
+        self.engine, self.lr, self.test_iter = engine, lr, test_iter
+        self.stale, self.waited = 0, 0.0
 
     def step(self, X, y):
         """Train on this worker's shard ``X, y``; (losses, corrects)."""
@@ -177,20 +167,10 @@ class WorkerEpochs:
         self.waited = time.monotonic() - start
         return evaluate_accuracy(self.params, self.test_iter, mx.cpu())
 
-    def end_epoch(self, result):
-        """Record, print and checkpoint the epoch ``result`` ends with."""
-        engine, epoch = self.engine, result.epochs_done
-        record = {
-            'steps': self.steps,
-            'seconds': result.epoch_seconds[-1],
-            'test_acc': result.test_acc[-1],
-            'train_loss': result.train_loss[-1],
-        }
-        line = (
-            f'rank {engine.rank}/{engine.num_workers} epoch {epoch}: '
-            f'test acc {record["test_acc"]:.3f}, '
-            f'{record["seconds"]:.1f} sec'
-        )
+    def add_to_record(self, record):
+        """The loopback's bytes so far and, on ``dist_async``, the stale
+        steps and the wait at the barrier; the line names the stale
+        steps."""
         # What this network namespace's loopback has sent so far, once the
         # epoch's steps and test sums are done: in a job with a namespace
         # of its own (d2lpar.bench.engines), two epochs' ends apart are
@@ -199,19 +179,12 @@ class WorkerEpochs:
             record['loopback_bytes'] = loopback_tx_bytes()
         except (OSError, RuntimeError):  # not Linux: nothing to read
             record['loopback_bytes'] = None
-        if engine.asynchronous:
-            record['stale_steps'] = int(float(self.stale))
-            record['wait_seconds'] = self.waited
-            line += f', {record["stale_steps"]}/{self.steps} steps stale'
-        self.stats['epochs'].append(record)
-        # Checkpoint before the line: once rank 0 has printed an epoch,
-        # its checkpoint exists (the failures chapter kills on the line).
-        if engine.rank == 0 and self.save_to:
-            save_checkpoint(
-                self.params, self.save_to, epoch, engine.num_workers
-            )
-        print(line, flush=True)
-        self.steps, self.stale = 0, 0
+        if not self.engine.asynchronous:
+            return ''
+        record['stale_steps'] = int(float(self.stale))
+        record['wait_seconds'] = self.waited
+        self.stale = 0
+        return f', {record["stale_steps"]}/{self.steps} steps stale'
 
 
 def kvstore_mode(kvstore=None):
@@ -274,9 +247,9 @@ def run_worker(
         ``horovodrun``); see :func:`d2lpar.multiprocess.make_engine`.
     stats_to : str, optional
         Rank 0 writes the engine, number of workers, its OpenMP threads
-        (:func:`d2lpar.threads.share_cores`), and each epoch's
-        steps, seconds, test accuracy, train loss (its own shards), the
-        loopback's bytes sent so far at its end
+        (:func:`d2lpar.threads.share_cores`), the seconds in all, and
+        each epoch's steps, seconds, test accuracy, train loss (its own
+        shards), the loopback's bytes sent so far at its end
         (:func:`d2lpar.multiprocess.loopback_tx_bytes`, None where it
         cannot be read) and, on ``dist_async``, stale steps here as JSON.
     kvstore : str, optional
@@ -301,35 +274,14 @@ def run_worker(
     # book does; on a cluster, set OMP_NUM_THREADS per process instead).
     threads = share_cores(engine.num_workers)
     params, done = start_state(engine, seed, init_scale, save_to, resume)
-    if done:
-        print(f'rank {engine.rank}: resuming after epoch {done}', flush=True)
-    train_iter, test_iter = load_fashion_mnist(
-        batch_size * engine.num_workers,
-        data_dir,
-        num_train=num_train,
-        num_test=num_test,
+    shards, test_iter = load_shards(
+        load_fashion_mnist, engine.rank, engine.num_workers, batch_size,
+        done, data_dir=data_dir, num_train=num_train, num_test=num_test,
         seed=seed,
-        start_epoch=done,
-    )
+    )  # fmt: skip
+    global_batch = batch_size * engine.num_workers
     if engine.asynchronous:
-        engine.set_optimizer(lr, batch_size * engine.num_workers)
-    shards = Shards(train_iter, engine.rank, engine.num_workers)
+        engine.set_optimizer(lr, global_batch)
     job = WorkerEpochs(engine, params, lr, shards, test_iter, save_to)
     job.stats['threads'] = threads
-    result = TrainResult(
-        [], [], [mx.cpu()], batch_size * engine.num_workers, lr
-    )
-    run_epochs(
-        job.step,
-        shards,
-        job.evaluate,
-        epochs,
-        result,
-        where='run_worker',
-        start_epoch=done,
-        on_epoch_end=job.end_epoch,
-    )
-    if engine.rank == 0 and stats_to:
-        with open(stats_to, 'w') as f:
-            json.dump(job.stats, f)
-    return result.test_acc
+    return job.train(epochs, done, mx.cpu(), global_batch, lr, stats_to)

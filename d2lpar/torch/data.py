@@ -5,17 +5,21 @@ validated by the framework-neutral :mod:`d2lpar.idx`, looked for in the
 same folders; nothing is downloaded here.
 """
 
-import os
-import warnings
-
-import numpy as onp
 import torch
 from torch.utils.data import DataLoader, Sampler, TensorDataset
 
-from ..idx import FILES, read_split
+from ..fashion import DEBIAN_DIR, SeededShuffle, look_for, not_found
+from ..fashion import search_dirs as _search_dirs
+from ..idx import read_split
 from .checks import check_positive
 
-DEBIAN_DIR = '/usr/share/datasets/fashion-mnist'
+__all__ = [
+    'DEBIAN_DIR',
+    'ShuffleSampler',
+    'find_fashion_mnist',
+    'load_fashion_mnist',
+    'search_dirs',
+]
 
 
 def search_dirs(root=None):
@@ -24,20 +28,8 @@ def search_dirs(root=None):
     (``$MXNET_HOME``, else ``~/.mxnet``, then ``datasets/fashion-mnist``:
     where the MXNet library downloads it), then Debian's
     ``/usr/share/datasets/fashion-mnist``. The same as
-    :func:`d2lpar.data.search_dirs`."""
-    dirs = []
-    if root is not None:
-        dirs.append(('root argument', os.fspath(root)))
-    if os.environ.get('D2LPAR_DATA'):
-        dirs.append(('$D2LPAR_DATA', os.environ['D2LPAR_DATA']))
-    home = os.environ.get('MXNET_HOME') or os.path.join(
-        os.path.expanduser('~'), '.mxnet'
-    )
-    dirs.append(
-        ('MXNet cache', os.path.join(home, 'datasets', 'fashion-mnist'))
-    )
-    dirs.append(('Debian package dataset-fashion-mnist', DEBIAN_DIR))
-    return dirs
+    :func:`d2lpar.data.search_dirs` (:func:`d2lpar.fashion.search_dirs`)."""
+    return _search_dirs(root, debian=DEBIAN_DIR)
 
 
 def find_fashion_mnist(root=None):
@@ -56,56 +48,21 @@ def find_fashion_mnist(root=None):
         When ``root`` or ``$D2LPAR_DATA`` lacks the files and a later
         folder is used instead.
     """
-    names = FILES['train'] + FILES['test']
-    report = []
-    for label, directory in search_dirs(root):
-        missing = [
-            n for n in names if not os.path.isfile(os.path.join(directory, n))
-        ]
-        if not missing:
-            chosen = [line for line in report if 'root argument' in line]
-            chosen += [line for line in report if '$D2LPAR_DATA' in line]
-            if chosen:
-                warnings.warn(
-                    'load_fashion_mnist: the folder you chose lacks '
-                    'Fashion-MNIST:\n'
-                    + '\n'.join(chosen)
-                    + f'\nreading {directory} instead; fix the path to use '
-                    'your own copy',
-                    stacklevel=3,
-                )
-            return directory
-        report.append(f'  {directory} ({label}): missing {", ".join(missing)}')
-    raise FileNotFoundError(
-        'load_fashion_mnist: Fashion-MNIST was not found. Looked in:\n'
-        + '\n'.join(report)
-        + '\nTo get the data, either\n'
-        "  1. install Debian's package: sudo apt-get install -y "
-        'dataset-fashion-mnist, or\n'
-        '  2. put the four .gz IDX files in a folder and pass root=FOLDER '
-        'or set D2LPAR_DATA=FOLDER.'
-    )
+    directory, report = look_for(search_dirs(root))
+    if directory is None:
+        raise not_found(report)
+    return directory
 
 
-class ShuffleSampler(Sampler):
+class ShuffleSampler(SeededShuffle, Sampler):
     """Indices ``0..n-1`` in a new order each epoch, reproducibly.
 
     Epoch ``e``'s order depends only on ``(seed, e)``, and is the order
-    :class:`d2lpar.data.ShuffleSampler` gives: with the same seed both
+    :class:`d2lpar.data.ShuffleSampler` gives
+    (:class:`d2lpar.fashion.SeededShuffle`): with the same seed both
     frameworks train on the same minibatches, and a resumed run can start
     at any epoch.
     """
-
-    def __init__(self, n, seed, epoch=0):
-        self._n, self._seed, self.epoch = n, seed, epoch
-
-    def __iter__(self):
-        rng = onp.random.default_rng((self._seed, self.epoch))
-        self.epoch += 1
-        return iter(rng.permutation(self._n).tolist())
-
-    def __len__(self):
-        return self._n
 
 
 def load_fashion_mnist(

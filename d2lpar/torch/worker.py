@@ -23,40 +23,26 @@ Two ways to sum the gradients, the same step:
   number of workers, so the update is the same.
 """
 
-import json
 import os
-import time
 
 import torch
 import torch.distributed as dist
 
-from ..epochs import TrainResult, run_epochs
-from ..splitting import shard_ranges
-from .checkpoint import load_checkpoint, save_checkpoint
+from ..workers import Shards, WorkerLoop, load_shards, my_shard, resume_from
 from .data import load_fashion_mnist
 from .model import LENET_SHAPES, init_lenet_params, lenet
 from .training import cross_entropy, sgd, wait_for
 
-
-def my_shard(X, y, rank, num_workers):
-    """Worker ``rank``'s contiguous shard of a global minibatch."""
-    start, stop = shard_ranges(X.shape[0], num_workers)[rank]
-    return X[start:stop], y[start:stop]
-
-
-class Shards:
-    """This worker's shards of every global minibatch of ``data_iter``;
-    ``batch_size`` is then the size of the global minibatch the shard
-    came from (the last one may be short), which the step divides by."""
-
-    def __init__(self, data_iter, rank, num_workers):
-        self.data_iter, self.rank = data_iter, rank
-        self.num_workers, self.batch_size = num_workers, None
-
-    def __iter__(self):
-        for X, y in self.data_iter:
-            self.batch_size = X.shape[0]
-            yield my_shard(X, y, self.rank, self.num_workers)
+__all__ = [
+    'LeNet',
+    'Shards',
+    'Worker',
+    'my_shard',
+    'pick_device',
+    'run_worker',
+    'share_cores',
+    'start_state',
+]
 
 
 class LeNet(torch.nn.Module):
@@ -101,11 +87,13 @@ def pick_device(rank):
 def start_state(rank, num_workers, seed, init_scale, save_to, resume, device):
     """Rank 0's parameters and finished epochs, on every worker (rank 0
     reads the checkpoint; a broadcast gives it to the others)."""
-    params, done = init_lenet_params(seed, init_scale), 0
-    if rank == 0 and resume and save_to and os.path.exists(save_to):
-        params, done = load_checkpoint(
-            save_to, num_workers, [s for _, s in LENET_SHAPES]
-        )
+    saved, done = resume_from(
+        rank, num_workers, save_to, resume, [s for _, s in LENET_SHAPES]
+    )
+    if saved is None:
+        params = init_lenet_params(seed, init_scale)
+    else:
+        params = [torch.from_numpy(a) for a in saved]
     params = [p.to(device) for p in params]
     progress = torch.tensor([float(done)], device=device)
     for t in params + [progress]:
@@ -113,29 +101,27 @@ def start_state(rank, num_workers, seed, init_scale, save_to, resume, device):
     return params, int(progress.item())
 
 
-class Worker:
-    """What :func:`d2lpar.epochs.run_epochs` calls on one worker: the
-    step, the global test accuracy, and the end of each epoch."""
+class Worker(WorkerLoop):
+    """What :func:`d2lpar.epochs.run_epochs` calls on one PyTorch
+    worker: the step and the global test accuracy; what happens after
+    each epoch (count steps, record stats, save rank 0's checkpoint,
+    print) is :class:`d2lpar.workers.WorkerLoop`'s."""
 
     def __init__(self, params, lr, shards, test_iter, save_to, ddp, device):
-        self.rank, self.world = dist.get_rank(), dist.get_world_size()
-        self.lr, self.shards, self.test_iter = lr, shards, test_iter
-        self.save_to, self.ddp, self.device = save_to, ddp, device
         self.model = LeNet(params).to(device)
-        self.params = list(self.model.params)
+        super().__init__(
+            dist.get_rank(), dist.get_world_size(), list(self.model.params),
+            shards, save_to, 'torch-ddp' if ddp else 'torch',
+        )  # fmt: skip
+        self.world = self.num_workers
+        self.lr, self.test_iter = lr, test_iter
+        self.ddp, self.device = ddp, device
         self.net = self.model
         if ddp:
             self.net = torch.nn.parallel.DistributedDataParallel(
                 self.model,
                 device_ids=[device] if device.type == 'cuda' else None,
             )
-        self.steps = 0
-        self.stats = {
-            'engine': 'torch-ddp' if ddp else 'torch',
-            'workers': self.world,
-            'asynchronous': False,
-            'epochs': [],
-        }
 
     def step(self, X, y):
         """Train on this worker's shard ``X, y``; (losses, corrects)."""
@@ -169,27 +155,6 @@ class Worker:
         dist.all_reduce(counts, op=dist.ReduceOp.SUM)
         return (counts[0] / counts[1]).item()
 
-    def end_epoch(self, result):
-        """Record, checkpoint (rank 0) and print the epoch's line."""
-        epoch = result.epochs_done
-        record = {
-            'steps': self.steps,
-            'seconds': result.epoch_seconds[-1],
-            'test_acc': result.test_acc[-1],
-            'train_loss': result.train_loss[-1],
-        }
-        self.stats['epochs'].append(record)
-        # Checkpoint before the line: once rank 0 has printed an epoch,
-        # its checkpoint exists (as the MXNet worker).
-        if self.rank == 0 and self.save_to:
-            save_checkpoint(self.params, self.save_to, epoch, self.world)
-        print(
-            f'rank {self.rank}/{self.world} epoch {epoch}: test acc '
-            f'{record["test_acc"]:.3f}, {record["seconds"]:.1f} sec',
-            flush=True,
-        )
-        self.steps = 0
-
 
 def run_worker(
     epochs=1,
@@ -213,24 +178,19 @@ def run_worker(
 
     Parameters
     ----------
-    epochs : int
-        The last epoch (a resumed run trains the remaining ones).
-    batch_size : int
-        Examples per worker per step (the global batch is
-        ``batch_size * num_workers``).
-    lr, seed, init_scale : float, int, float
-    data_dir : str, optional
-        Folder with the Fashion-MNIST files.
-    num_train, num_test : int, optional
-    save_to : str, optional
-        Rank 0 writes a checkpoint here after every epoch (atomically).
-    resume : bool, optional
-        Start from the checkpoint in ``save_to`` (if there is one).
+    epochs, batch_size, lr, seed, init_scale, data_dir, num_train, num_test
+        As the MXNet worker's: train up to epoch ``epochs`` (a resumed
+        run, the remaining ones) with ``batch_size`` examples per worker
+        per step (the global minibatch is ``batch_size * num_workers``).
+    save_to, resume : optional
+        Rank 0 writes a checkpoint to ``save_to`` after every epoch;
+        with ``resume`` the job starts from it, if it is there.
     ddp : bool, optional
         Sum the gradients with ``DistributedDataParallel``.
     stats_to : str, optional
-        Rank 0 writes the engine, workers, threads and each epoch's
-        steps, seconds, test accuracy and train loss here as JSON.
+        Rank 0 writes the engine, workers, threads, the seconds in all
+        and each epoch's steps, seconds, test accuracy and train loss
+        here as JSON.
 
     Returns
     -------
@@ -260,36 +220,16 @@ def run_worker(
         params, done = start_state(
             rank, world, seed, init_scale, save_to, resume, device
         )
-        if done:
-            print(f'rank {rank}: resuming after epoch {done}', flush=True)
-        train_iter, test_iter = load_fashion_mnist(
-            batch_size * world,
-            data_dir,
-            num_train=num_train,
-            num_test=num_test,
+        shards, test_iter = load_shards(
+            load_fashion_mnist, rank, world, batch_size, done,
+            data_dir=data_dir, num_train=num_train, num_test=num_test,
             seed=seed,
-            start_epoch=done,
-        )
-        shards = Shards(train_iter, rank, world)
+        )  # fmt: skip
         job = Worker(params, lr, shards, test_iter, save_to, ddp, device)
         job.stats['threads'] = threads
-        result = TrainResult([], [], [device], batch_size * world, lr)
-        start = time.monotonic()
-        run_epochs(
-            job.step,
-            shards,
-            job.evaluate,
-            epochs,
-            result,
-            where='run_worker',
-            start_epoch=done,
-            on_epoch_end=job.end_epoch,
+        return job.train(
+            epochs, done, device, batch_size * world, lr, stats_to,
             wait=wait_for([device]),
-        )
-        job.stats['seconds'] = time.monotonic() - start
-        if rank == 0 and stats_to:
-            with open(stats_to, 'w') as f:
-                json.dump(job.stats, f)
-        return result.test_acc
+        )  # fmt: skip
     finally:
         dist.destroy_process_group()
