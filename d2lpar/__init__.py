@@ -49,6 +49,8 @@ trained beside others keeps its share for the rest of the process.
 
 import importlib
 import importlib.util
+import sys
+import types
 
 # Items 1 to 3 of d2lpar._runtime (a scratch-pool variable, numpy's
 # removed aliases): cheap, no MXNet, and before anything imports MXNet.
@@ -188,3 +190,25 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(set(globals()) | set(_NAMES))
+
+
+class _Package(types.ModuleType):
+    """d2lpar itself. Python sets each module of a package as an
+    attribute of it when first imported, so ``d2lpar.devices`` (the
+    function, in d2lpar/devices.py) would become the module once
+    anything imported d2lpar/devices.py; a public name of ``_NAMES``
+    keeps its value instead (Python's documented way: a module's
+    ``__class__`` set to a subclass of ModuleType)."""
+
+    def __setattr__(self, name, value):
+        module, attribute = _NAMES.get(name, (None, None))
+        if (
+            attribute is not None
+            and isinstance(value, types.ModuleType)
+            and value.__name__ == __name__ + module
+        ):
+            value = getattr(value, attribute)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -294,3 +294,32 @@ def test_mxnet_imported_before_d2lpar_is_set_up_at_once():
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ['False', 'True']
+
+
+def test_a_public_name_keeps_its_value_after_its_module_loads():
+    """``dp.devices`` is the function even after something imported
+    d2lpar/devices.py (Python then sets the module as the package's
+    attribute), and so is every other public name."""
+    script = (
+        'import importlib, types\n'
+        'import d2lpar as dp\n'
+        'import d2lpar.training, d2lpar.devices\n'
+        'wrong = []\n'
+        'for name, (module, attribute) in dp._NAMES.items():\n'
+        '    if attribute is None:\n'
+        '        continue\n'
+        '    want = getattr(importlib.import_module("d2lpar" + module),'
+        ' attribute)\n'
+        '    if getattr(dp, name) is not want:\n'
+        '        wrong.append(name)\n'
+        'print(callable(dp.devices), wrong)'
+    )
+    done = subprocess.run(
+        [sys.executable, '-c', script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split('\n')[-2] == 'True []'
