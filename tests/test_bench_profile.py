@@ -85,7 +85,10 @@ def test_profile_training_gives_every_configuration_in_order():
     has its own, and each ran with its own threads (no budget leaks from
     one to the next); results come back under their labels, in order,
     each with all four phases and the step's operators (convolutions
-    among them), and waiting is what the synchronised phases add."""
+    among them), and waiting is what the synchronised phases add. Every
+    plain step's time and every synchronised step's phase sum are kept,
+    Python queues a step in less than the step, and one device's
+    operators add up to at most a profiled step's time."""
     from d2lpar.threads import available_cores
 
     configs = (('two', 2, True), ('one, 1 thread', 1, False),
@@ -110,6 +113,21 @@ def test_profile_training_gives_every_configuration_in_order():
         assert r['waiting'] == pytest.approx(
             max(0.0, sum(r['phases'].values()) - r['step_ms'])
         )
+        # every plain and synchronised step of the 2 is kept (a median
+        # of two is their mean); Python has queued a step before the
+        # devices finish it
+        assert len(r['step_times']) == len(r['phase_sums']) == 2
+        assert r['step_ms'] == pytest.approx(sum(r['step_times']) / 2)
+        assert sum(r['phases'].values()) == pytest.approx(
+            sum(r['phase_sums']) / 2
+        )
+        assert 0 < r['queue_ms'] <= r['step_ms']
+    # One device runs one operator at a time: under the profiler they
+    # add up to at most a profiled step's wall-clock time.
+    for label in ('one, 1 thread', 'one'):
+        r = result[label]
+        assert sum(r['operators'].values()) <= r['profiled_ms']
+    for r in result.values():
         # the limit at the rate measured in the same process
         assert r['limit_ms'] == pytest.approx(
             1000 * lenet_flops(16) / (r['gflops'] * 1e9)

@@ -61,30 +61,42 @@ def _phases(num_devices, budget, batch_size, steps):
                                   for i in range(len(grads[0]))])  # fmt: skip
         run('update', lambda: [d2l.sgd(W, 0.1, batch_size) for W in params])
 
-    from .timing import seconds_each
-
     for _ in range(3):  # warm-up: memory, oneDNN's operators
         step(False)
     # The step as is and the step with its phases synchronised alternate,
     # so that the machine's drift over time touches both alike (timed one
     # block after the other, the phases once added up to less than the
-    # step, which a synchronised step cannot do).
-    step_times = []
+    # step, which a synchronised step cannot do). The plain step is timed
+    # as seconds_each times it (waitall, run, waitall); the moment Python
+    # has queued the whole step is noted in between.
+    step_times, queue_times = [], []
     for _ in range(steps):
-        step_times += seconds_each(lambda: step(False), 1, 0)
+        npx.waitall()
+        start = perf_counter()
+        step(False)
+        queued = perf_counter()
+        npx.waitall()
+        step_times.append(1000 * (perf_counter() - start))
+        queue_times.append(1000 * (queued - start))
         step(True)
-    step_ms = 1000 * statistics.median(step_times)
     # Aggregate statistics only; the trace file MXNet insists on naming
     # goes to a temporary folder, not the current one.
     trace = os.path.join(tempfile.mkdtemp(), 'profile.json')
     profiler.set_config(profile_all=True, aggregate_stats=True, filename=trace)
     profiler.set_state('run')
+    start = perf_counter()
     for _ in range(steps):
         step(False)
     npx.waitall()
+    profiled_ms = 1000 * (perf_counter() - start) / steps
     profiler.set_state('stop')
     result = dict(
-        step_ms=step_ms,
+        step_ms=statistics.median(step_times),
+        step_times=step_times,
+        queue_ms=statistics.median(queue_times),
+        # Each synchronised step's phases added up, in the order run.
+        phase_sums=[sum(t) for t in zip(*phases.values())],
+        profiled_ms=profiled_ms,
         threads=[dp.worker_threads(d) for d in devices],
         phases={p: statistics.median(v) for p, v in phases.items()},
         operators=_operator_ms(profiler.dumps(reset=True), steps),
@@ -151,7 +163,12 @@ def profile_training(configs=PROFILES, batch_size=256, steps=10,
     Returns
     -------
     dict
-        In the order of ``configs``, per label: ``step_ms``, ``threads``
+        In the order of ``configs``, per label: ``step_ms`` (the median
+        of ``step_times``, each plain step's ms), ``queue_ms`` (the
+        median ms until Python had queued a plain step's operators; the
+        devices compute the rest of the step after it), ``phase_sums``
+        (each synchronised step's phases added up, ms), ``profiled_ms``
+        (a step's wall-clock ms under the profiler), ``threads``
         (each device's OpenMP threads when it ran), ``phases`` (median
         ms), ``operators`` (ms per step by operator name, summed over
         devices, largest first), ``waiting`` (ms) and ``gflops`` (the
