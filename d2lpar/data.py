@@ -115,16 +115,8 @@ class ShuffleSampler(SeededShuffle, gluon.data.Sampler):
     here epoch ``e``'s order depends only on ``(seed, e)``
     (:class:`d2lpar.fashion.SeededShuffle`, PyTorch's loader's order
     too), so a seed fixes every epoch's order, and a resumed run can
-    start at any epoch.
-
-    Parameters
-    ----------
-    n : int
-        Number of examples.
-    seed : int
-        Seed of the orders.
-    epoch : int, optional
-        The epoch whose order the next pass uses.
+    start at any epoch. ``ShuffleSampler(n, seed, epoch=0)``: ``n``
+    examples, the seed, and the epoch whose order the next pass uses.
     """
 
 

@@ -10,6 +10,7 @@ import numpy as onp
 import pytest
 from conftest import write_fashion_dir
 from numpy.testing import assert_allclose, assert_array_equal
+from workerjobs import check_resume_matches_uninterrupted
 
 torch = pytest.importorskip('torch')
 
@@ -114,24 +115,9 @@ def test_two_workers_equal_one_process_with_twice_the_batch(tmp_path, ddp):
 @pytest.mark.slow
 def test_resume_reaches_the_uninterrupted_parameters(tmp_path):
     """1 epoch, then resuming to 3 from its checkpoint, ends with the
-    parameters of 3 uninterrupted epochs (rtol 1e-6)."""
-    root = tmp_path / 'data'
-    write_fashion_dir(root, n_train=64, n_test=16)
-    full, part = tmp_path / 'full.npz', tmp_path / 'part.npz'
-    base = ['--batch-size', '16', '--data', str(root)]
-    for extra in (
-        ['--epochs', '3', '--save-to', str(full)],
-        ['--epochs', '1', '--save-to', str(part)],
-        ['--epochs', '3', '--save-to', str(part), '--resume'],
-    ):
-        job = run_job(base + extra)
-        assert job.returncode == 0, job.stdout[-2000:] + job.stderr[-2000:]
-    assert 'resuming after epoch 1' in job.stdout
-    want, want_epoch = load_checkpoint(str(full))
-    got, got_epoch = load_checkpoint(str(part))
-    assert got_epoch == want_epoch == 3
-    for g, w in zip(got, want):
-        assert_allclose(g.numpy(), w.numpy(), rtol=1e-6, atol=1e-7)
+    parameters of 3 uninterrupted epochs (rtol 1e-6): the MXNet
+    workers' check (workerjobs), on the torch engine."""
+    check_resume_matches_uninterrupted(run_job, tmp_path)
 
 
 @pytest.mark.slow

@@ -1,22 +1,27 @@
 """Checks shared by the engine tests: the same worker, any launcher.
 
 Each check takes ``run(worker_args)``, which starts the 2-worker job on
-one engine and returns its ``subprocess.CompletedProcess``.
+one engine and returns its ``subprocess.CompletedProcess``. MXNet is
+imported only where a check uses it: the resume check serves the
+PyTorch worker too (tests/test_torch_worker.py), without MXNet.
 """
 
-import mxnet as mx
 import numpy as onp
 from conftest import write_fashion_dir
 from numpy.testing import assert_allclose
 
-import d2lpar as dp
-from d2lpar.multiprocess.checkpoint import load_checkpoint
+from d2lpar.checkpoint import read_checkpoint
 
 
 def check_equals_one_process(run, tmp_path):
     """2 workers with 16 examples each per step, for 2 epochs, end with
     the parameters of one process taking steps of 32 on the same order
     (rtol 1e-5). Returns the job's CompletedProcess."""
+    import mxnet as mx
+
+    import d2lpar as dp
+    from d2lpar.multiprocess.checkpoint import load_checkpoint
+
     root = tmp_path / 'data'
     write_fashion_dir(root, n_train=96, n_test=16)
     saved = tmp_path / 'params.npz'
@@ -64,8 +69,8 @@ def check_resume_matches_uninterrupted(run, tmp_path):
         job = run(base + extra)
         assert job.returncode == 0, job.stdout[-2000:] + job.stderr[-2000:]
     assert 'resuming after epoch 1' in job.stdout
-    want, want_epoch = load_checkpoint(str(full))
-    got, got_epoch = load_checkpoint(str(part))
+    want, want_epoch = read_checkpoint(str(full))
+    got, got_epoch = read_checkpoint(str(part))
     assert got_epoch == want_epoch == 3
     for g, w in zip(got, want):
-        assert_allclose(g.asnumpy(), w.asnumpy(), rtol=1e-6, atol=1e-7)
+        assert_allclose(g, w, rtol=1e-6, atol=1e-7)

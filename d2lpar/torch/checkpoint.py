@@ -9,19 +9,12 @@ it as PyTorch tensors.
 
 import torch
 
-from ..checkpoint import (
-    CHECKPOINT_FORMAT,
-    CheckpointError,
-    read_checkpoint,
-    save_checkpoint,
-)
-
-__all__ = [
-    'CHECKPOINT_FORMAT',
-    'CheckpointError',
-    'load_checkpoint',
-    'save_checkpoint',
-]
+# The format, its error and the writer are the shared ones, named here
+# too; only loading turns the arrays into PyTorch's.
+from ..checkpoint import CHECKPOINT_FORMAT as CHECKPOINT_FORMAT
+from ..checkpoint import CheckpointError as CheckpointError
+from ..checkpoint import read_checkpoint
+from ..checkpoint import save_checkpoint as save_checkpoint
 
 
 def load_checkpoint(path, num_workers=None, shapes=None):

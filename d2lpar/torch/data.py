@@ -103,12 +103,10 @@ def load_fashion_mnist(
 
     Raises
     ------
-    FileNotFoundError
-        If no folder has the files (see :func:`find_fashion_mnist`).
-    d2lpar.idx.DatasetError
-        If a file is corrupt or truncated; the message names it.
-    TypeError, ValueError
-        If ``batch_size``, ``num_train`` or ``num_test`` is not positive.
+    FileNotFoundError, d2lpar.idx.DatasetError, TypeError, ValueError
+        As MXNet's loader: no folder has the files (the message names
+        each folder searched, see :func:`find_fashion_mnist`), a file is
+        corrupt or truncated (named), or a size is not positive.
     """
     check_positive('batch_size', batch_size, 'load_fashion_mnist', True)
     for name, value in (('num_train', num_train), ('num_test', num_test)):
