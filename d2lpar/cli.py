@@ -470,6 +470,7 @@ def _bench_train(args):
         steps=args.steps,
         rounds=args.rounds,
         progress=lambda line: print(line, flush=True),
+        torch=True,  # PyTorch's rows beside MXNet's (issue 29)
     )
     print(bt.format_training(result))
     if args.profile:

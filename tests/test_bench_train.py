@@ -1,5 +1,7 @@
 """d2lpar.bench.train: d2l's way vs the library's, beside the FLOP limit."""
 
+import os
+
 import numpy as onp
 import pytest
 from mxnet import np
@@ -148,3 +150,134 @@ def test_compare_training_alternates_paths_and_device_counts(monkeypatch):
     ]  # fmt: skip
     ms = {(r['path'], r['devices']): r['rounds'] for r in result['rows']}
     assert ms['d2lpar', 4] == [100.0] * 3 and ms['d2l', 2] == [200.0] * 3
+
+
+def _fake_mxnet(calls):
+    """An in_fresh_process_each that records MXNet's rounds: 0.1 s per
+    pass for d2lpar, 0.2 s for d2l, 150 GFLOP/s."""
+
+    def child(env, fn, arg_list, timeout):
+        if fn is bt._rates:
+            return [[150.0]]
+        path, counts, _, _ = arg_list[0]
+        calls.append((path, tuple(counts)))
+        return [([0.1 if path == 'd2lpar' else 0.2 for _ in counts], 150.0)]
+
+    return child
+
+
+def test_torch_rows_are_interleaved_with_mxnet_rows(monkeypatch):
+    """Each PyTorch row is measured once per round, in the round's
+    alternating order (after MXNet's on even rounds, before on odd);
+    its ms/step is its own pass over the steps; every ratio is taken
+    round by round."""
+    from d2lpar.bench import torch_train
+
+    calls = []
+    monkeypatch.setattr(bt, 'in_fresh_process_each', _fake_mxnet(calls))
+    seconds = {('torch', 1): 0.08, ('torch', 2): 0.09, ('torch-ddp', 2): 0.06}
+
+    def measure(path, k, batch_size, steps, timeout):
+        calls.append((path, k))
+        threads = 1 if path == 'torch-ddp' else 2
+        return dict(seconds=seconds[path, k] * (len(calls) % 3 + 1),
+                    threads=threads, processes=3 - threads, mxnet=False)  # fmt: skip
+
+    monkeypatch.setattr(torch_train, 'torch_missing', lambda: None)
+    monkeypatch.setattr(torch_train, 'measure', measure)
+    result = bt.compare_training((1, 2), steps=2, rounds=2, torch=True)
+    mx = [('d2l', (1, 2)), ('d2lpar', (1, 2))]
+    pt = [('torch', 1), ('torch', 2), ('torch-ddp', 2)]
+    assert calls == mx + pt + pt[::-1] + mx[::-1]
+    ms = {(r['path'], r['devices']): r['rounds'] for r in result['rows']}
+    # calls 3, 4, 5 in round 1; 6, 7, 8 in round 2 (ddp first)
+    assert ms['torch', 1] == pytest.approx(
+        [1000 * 0.08 * 1 / 2, 1000 * 0.08 * 3 / 2]
+    )
+    assert ms['torch-ddp', 2] == pytest.approx(
+        [1000 * 0.06 * 3 / 2, 1000 * 0.06 * 1 / 2]
+    )
+    assert result['torch_threads'] == {
+        'torch 1': 2,
+        'torch 2': 2,
+        'torch-ddp 2': 1,
+    }
+    ratios = {f['label']: f['rounds'] for f in result['ratios']}
+    hand = ratios['hand-written PyTorch step / DDP, 2 devices']
+    assert hand == pytest.approx(
+        [ms['torch', 2][i] / ms['torch-ddp', 2][i] for i in (0, 1)]
+    )
+    text = bt.format_training(result)
+    assert 'torch-ddp: each process' in text
+    assert 'PyTorch threads per process (set explicitly): torch 1: 2' in text
+    assert 'MXNet library / PyTorch, 1 device: ' in text
+
+
+def test_a_pytorch_process_that_imported_mxnet_is_an_error(monkeypatch):
+    from d2lpar.bench import torch_train
+
+    monkeypatch.setattr(bt, 'in_fresh_process_each', _fake_mxnet([]))
+    monkeypatch.setattr(torch_train, 'torch_missing', lambda: None)
+    monkeypatch.setattr(
+        torch_train, 'measure',
+        lambda *a: dict(seconds=1.0, threads=1, processes=1, mxnet=True),
+    )  # fmt: skip
+    with pytest.raises(RuntimeError, match='imported MXNet'):
+        bt.compare_training((1,), steps=2, rounds=1, torch=True)
+
+
+def test_without_pytorch_its_rows_are_skipped_with_a_line(monkeypatch):
+    """Where torch cannot be imported, MXNet's rows are measured, no
+    PyTorch process starts, and the skip is printed and in the table."""
+    import sys
+
+    from d2lpar.bench import torch_train
+
+    monkeypatch.setitem(sys.modules, 'torch', None)  # as if not installed
+
+    def never(*args):
+        raise AssertionError('a PyTorch row was measured without torch')
+
+    monkeypatch.setattr(torch_train, 'measure', never)
+    calls, lines = [], []
+    monkeypatch.setattr(bt, 'in_fresh_process_each', _fake_mxnet(calls))
+    result = bt.compare_training(
+        (1, 2), steps=2, rounds=1, torch=True, progress=lines.append
+    )
+    skip = 'PyTorch rows skipped: torch is not installed'
+    assert any(line.startswith(skip) for line in lines)
+    assert {r['path'] for r in result['rows']} == {'d2l', 'd2lpar'}
+    assert len(calls) == 2
+    assert bt.format_training(result).splitlines()[-1].startswith(skip)
+
+
+@pytest.mark.slow
+def test_bench_train_prints_pytorch_rows_beside_mxnet(
+    isolated_data, monkeypatch, tmp_path, capsys
+):
+    """The command line with a quick setting: every PyTorch row, measured
+    in processes without MXNet, with its threads, and the ratios."""
+    pytest.importorskip('torch')
+    from d2lpar import cli
+
+    write_fashion_dir(str(isolated_data / 'fm'), n_train=64, n_test=16)
+    monkeypatch.setenv('D2LPAR_DATA', str(isolated_data / 'fm'))
+    out_json = tmp_path / 'train.json'
+    assert cli.main(
+        ['bench', 'train', '--devices', '1', '2', '--batch-size', '16',
+         '--steps', '2', '--rounds', '1', '--json', str(out_json)]
+    ) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    cores = len(os.sched_getaffinity(0))
+    half = max(1, cores // 2)
+    for row in (
+        f'torch on 1 device (1 process, {cores} threads each)',
+        f'torch on 2 devices (1 process, {cores} threads each)',
+        f'torch-ddp on 2 devices (2 processes, {half} threads each)',
+    ):
+        assert row in out, out
+    table = [line.split() for line in out.splitlines()]
+    rows = {(t[0], t[1]) for t in table if len(t) > 5}
+    assert {('torch', '1'), ('torch', '2'), ('torch-ddp', '2')} <= rows
+    assert 'hand-written PyTorch step / DDP, 2 devices: ' in out
+    assert 'PyTorch rows skipped' not in out

@@ -13,6 +13,8 @@ in the same run:
   build, read by every page that states it);
 - :mod:`d2lpar.bench.train`: training the way d2l does vs the library's
   default path, on 1, 2 and 4 devices, beside the FLOP limit;
+- :mod:`d2lpar.bench.torch_train`: PyTorch's rows beside them (one
+  process, the hand-written step on 2 devices, DDP over 2 processes);
 - :mod:`d2lpar.bench.limit`: that limit (a step's FLOPs over a measured
   matrix-product rate) and the kernels that run LeNet's layers;
 - :mod:`d2lpar.bench.profile`: where a step's time goes (phases,
@@ -120,6 +122,7 @@ _MODULES = (
     'step',
     'timing',
     'train',
+    'torch_train',
 )
 
 

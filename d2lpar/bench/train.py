@@ -16,6 +16,11 @@ Beside each row stands the limit (:mod:`d2lpar.bench.limit`): the
 step's floating-point operations at the best rate a matrix product
 reached while the benchmark ran, an estimate of the fastest a step could
 be here, not a bound.
+
+With ``torch=True`` (the command line's default) PyTorch's rows stand
+beside them, measured in the same rounds
+(:mod:`d2lpar.bench.torch_train`): one process on every core, the
+hand-written step on 2 devices, DDP over 2 processes.
 :mod:`d2lpar.bench.profile` says where a step's time goes.
 """
 
@@ -155,6 +160,7 @@ def compare_training(
     timeout=600,
     progress=None,
     limit_runs=3,
+    torch=False,
 ):
     """Time each path on each device count, interleaved, in fresh processes.
 
@@ -179,6 +185,11 @@ def compare_training(
         Runs of the matrix product's rate in a fresh process of their
         own before the rounds; every round's process adds one more run
         after its steps. The best of all of them is the limit's rate.
+    torch : bool, optional
+        Also time PyTorch's rows (:data:`d2lpar.bench.torch_train.ROWS`,
+        those whose device count is in ``device_counts``) in every
+        round, each in fresh processes, in the same alternating order;
+        skipped with a printed reason where PyTorch is not installed.
 
     Returns
     -------
@@ -187,7 +198,11 @@ def compare_training(
         round's value (``rounds``), the limit in ms and ``ratio``, the
         median ms per step over that limit; ``flops_per_step``,
         ``gflops`` (the best rate), ``gflops_runs`` (every run of it, in
-        the order measured), ``cores``, ``batch_size``, ``steps``.
+        the order measured), ``cores``, ``batch_size``, ``steps``; with
+        ``torch``: PyTorch's rows too, ``torch_threads`` (per (path,
+        devices): PyTorch's threads per process), ``torch_skipped`` (why
+        they are missing, or None) and ``ratios``
+        (:func:`d2lpar.bench.torch_train.ratios`).
     """
     from ..threads import available_cores
 
@@ -208,10 +223,44 @@ def compare_training(
     rates = list(rates)
     times = {(p, k): [] for p in paths for k in device_counts}
     defaults = {'d2l': {'MXNET_CPU_TEMP_COPY': '4'}, 'd2lpar': {}}
+    torch_rows, skipped, threads = [], None, {}
+    if torch:
+        from . import torch_train
+
+        skipped = torch_train.torch_missing()
+        if skipped and progress:
+            progress(skipped)
+        if not skipped:
+            torch_rows = [
+                row for row in torch_train.ROWS if row[1] in device_counts
+            ]
+            times.update({row: [] for row in torch_rows})
     for r in range(rounds):
         counts = round_order(device_counts, r)
         # The paths alternate too: neither always meets the machine first.
-        for path in list(paths)[:: -1 if r % 2 else 1]:
+        # PyTorch's rows come after MXNet's on even rounds, before them
+        # on odd ones.
+        order = [*paths, *torch_rows][:: -1 if r % 2 else 1]
+        for path in order:
+            if isinstance(path, tuple):  # a PyTorch row
+                got = torch_train.measure(*path, batch_size, steps, timeout)
+                if got['mxnet']:
+                    raise RuntimeError(
+                        f'{path}: a PyTorch process imported MXNet, which '
+                        f'sets its threads to 1; it must not'
+                    )
+                threads[path] = got['threads']
+                times[path].append(1000 * got['seconds'] / steps)
+                if progress:
+                    progress(
+                        f'round {r + 1}/{rounds}: {path[0]} on {path[1]} '
+                        f'device{"s" if path[1] > 1 else ""} '
+                        f'({got["processes"]} process'
+                        f'{"es" if got["processes"] > 1 else ""}, '
+                        f'{got["threads"]} threads each): '
+                        f'{times[path][-1]:.1f} ms/step'
+                    )
+                continue
             # One process per path and round, not per setting: the path's
             # start-up settings (the scratch pool) are the same for all
             # device counts, and the thread budget is set per call.
@@ -241,7 +290,15 @@ def compare_training(
             dict(path=path, devices=k, ms_per_step=ms, rounds=values,
                  limit_ms=limit_ms, ratio=ms / limit_ms)
         )  # fmt: skip
+    extra = {}
+    if torch:
+        extra = dict(
+            torch_skipped=skipped,
+            torch_threads={f'{p} {k}': n for (p, k), n in threads.items()},
+            ratios=torch_train.ratios(rows),
+        )
     return dict(
+        **extra,
         rows=rows,
         flops_per_step=flops,
         gflops=gflops,
@@ -289,14 +346,14 @@ def format_training(result):
         f'{result["batch_size"]} examples at {result["gflops"]:.0f} '
         f'GFLOP/s (the faster matrix product on {result["cores"]} cores, '
         f'best of {_range(result)}) = {rows[0]["limit_ms"]:.1f} ms',
-        f'{"path":>7} {"devices":>8} {"ms/step":>9} {"x limit":>8} '
+        f'{"path":>9} {"devices":>8} {"ms/step":>9} {"x limit":>8} '
         f'{"vs d2l":>7}  each run (ms/step)',
     ]
     for r in rows:
         d2l = base.get(('d2l', r['devices']), float('nan'))
         each = ' '.join(f'{ms:.1f}' for ms in r['rounds'])
         lines.append(
-            f'{r["path"]:>7} {r["devices"]:>8} {r["ms_per_step"]:>9.1f} '
+            f'{r["path"]:>9} {r["devices"]:>8} {r["ms_per_step"]:>9.1f} '
             f'{r["ratio"]:>7.2f}x {d2l / r["ms_per_step"]:>6.2f}x  {each}'
         )
     lines.append(
@@ -304,7 +361,32 @@ def format_training(result):
         "over this row's; a verdict of faster or slower needs every run "
         'of one setting below every run of the other'
     )
+    if 'torch_skipped' in result:
+        lines += _torch_lines(result)
     return '\n'.join(lines)
+
+
+def _torch_lines(result):
+    """What each row's ms/step holds, PyTorch's threads, the ratios."""
+    from .torch_train import HOLDS, format_ratios
+
+    if result['torch_skipped']:
+        return [result['torch_skipped']]
+    lines = ['each ms/step is the step plus:']
+    for path in dict.fromkeys(r['path'] for r in result['rows']):
+        lines.append(f'  {path}: {HOLDS[path]}')
+    threads = ', '.join(
+        f'{name}: {n}' for name, n in result['torch_threads'].items()
+    )
+    lines.append(f'PyTorch threads per process (set explicitly): {threads}')
+    found = result['ratios']
+    if found:
+        lines.append(
+            'ratios of ms/step, each round measured side by side (a target '
+            'is met at or under it):'
+        )
+        lines += ['  ' + line for line in format_ratios(found)]
+    return lines
 
 
 def save_json(result, path):
