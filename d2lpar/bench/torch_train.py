@@ -37,13 +37,15 @@ ROWS = (('torch', 1), ('torch', 2), ('torch-ddp', 2))
 HOLDS = {
     'd2l': "d2l's DataLoader (4 worker processes) handing over each "
     'batch, the split and copies, a waitall after every step',
-    'd2lpar': "the library's in-memory loader, the split, the allreduce "
-    'between devices (copies in one process), loss and accuracy sums',
-    'torch': "a batch from d2lpar.torch's in-memory DataLoader (collating "
-    '256 examples), loss and accuracy sums; on 2 devices also the split '
-    'and the hand-written allreduce (adds in memory); the devices take '
-    'turns, each on every core',
-    'torch-ddp': 'each process: the same DataLoader batch, its half, '
+    'd2lpar': "a batch from the library's in-memory DataLoader (Gluon's, "
+    'no worker process, collating example by example), loss and accuracy '
+    'sums; on 2 or more devices also the split and the allreduce (copies '
+    'and adds in one process)',
+    'torch': "a batch from d2lpar.torch's in-memory DataLoader (PyTorch's, "
+    'no worker process, collating example by example), loss and accuracy '
+    'sums; on 2 devices also the split and the hand-written allreduce '
+    '(adds in memory), the devices taking turns, each on every core',
+    'torch-ddp': 'each process: the same DataLoader batch, its half of it, '
     "DDP's bucketed Gloo allreduce over loopback (overlapping the "
     'backward pass), loss and accuracy sums; the slower process counts',
 }
