@@ -3,54 +3,29 @@
 Every public function of ``d2lpar`` validates what a student passes in and
 fails early with a message that names the function, says what was wrong and
 what to do, instead of letting MXNet fail later with a C++ backtrace.
+What holds in either framework (numbers, labels, shard layouts) is
+:mod:`d2lpar.validation`'s, shared with the PyTorch twin's checks
+(:mod:`d2lpar.torch.checks`).
 """
-
-import numbers
 
 import mxnet as mx
 import numpy as onp
 from mxnet import np
 
+from . import validation
+from .validation import check_positive
 
-def check_positive(name, value, where, integer=False):
-    """Raise unless ``value`` is a positive number (an int if asked).
-
-    Parameters
-    ----------
-    name : str
-        The argument's name, for the message.
-    value : object
-        What the caller passed.
-    where : str
-        The public function doing the check, for the message.
-    integer : bool, optional
-        Require a whole number (``bool`` is refused).
-
-    Raises
-    ------
-    TypeError
-        If ``value`` is not a number (or not an integer when required).
-    ValueError
-        If ``value`` is zero or negative.
-    """
-    kind = numbers.Integral if integer else numbers.Real
-    if isinstance(value, bool) or not isinstance(value, kind):
-        wanted = 'an int' if integer else 'a number'
-        raise TypeError(
-            f'{where}: {name} must be {wanted}, got '
-            f'{type(value).__name__} {value!r}'
-        )
-    if value <= 0:
-        raise ValueError(
-            f'{where}: {name} must be positive, got {value}; '
-            f'pass a value greater than 0'
-        )
-
-
-def _describe(value):
-    """``numpy.ndarray`` for a NumPy array: the type a student recognises."""
-    kind = type(value)
-    return f'{kind.__module__.split(".")[0]}.{kind.__name__}'
+__all__ = [
+    'check_batch',
+    'check_device',
+    'check_devices',
+    'check_gpu',
+    'check_positive',
+    'check_replicas',
+    'check_returned_none',
+    'check_split',
+    'check_step',
+]
 
 
 def check_devices(devices, where):
@@ -158,25 +133,6 @@ def check_device(device, where):
         check_gpu(device, where)
 
 
-def _wrong_labels(labels, classes):
-    """The first label that is not a class index, and why, or None.
-
-    ``labels`` is a NumPy array (on the host); ``classes`` the number of
-    outputs, or None when unknown (only negatives are refused then).
-    """
-    whole = labels == onp.round(labels)
-    if not whole.all():
-        i = int(onp.argmin(whole))
-        return i, 'not a whole number'
-    bad = labels < 0
-    if classes is not None:
-        bad |= labels >= classes
-    if bad.any():
-        i = int(onp.argmax(bad))
-        return i, 'out of range'
-    return None
-
-
 def check_batch(X, y, where, classes=None, dtype='float32'):
     """Raise unless ``X, y`` is a minibatch MXNet can train on; return it
     with integral float labels cast to int32.
@@ -217,7 +173,7 @@ def check_batch(X, y, where, classes=None, dtype='float32'):
         if not isinstance(value, np.ndarray):
             cast = dtype if name == 'X' else 'int32'
             raise TypeError(
-                f'{where}: {name} is a {_describe(value)}, not '
+                f'{where}: {name} is a {validation.describe(value)}, not '
                 f'an mxnet.numpy.ndarray; convert with '
                 f'mxnet.np.array({name}, dtype="{cast}") (for a torch '
                 f'tensor: mxnet.np.array({name}.numpy(), '
@@ -225,8 +181,7 @@ def check_batch(X, y, where, classes=None, dtype='float32'):
             )
     if X.dtype != onp.dtype(dtype):
         scale = (
-            " / 255 (pixels 0..255 become 0..1, as the book's loader "
-            'gives them)'
+            validation.PIXEL_SCALE
             if onp.issubdtype(X.dtype, onp.integer)
             else ''
         )
@@ -235,47 +190,11 @@ def check_batch(X, y, where, classes=None, dtype='float32'):
             f'parameters are {dtype}; convert with '
             f'X.astype("{dtype}"){scale}'
         )
-    n = X.shape[0]
-    if y.ndim == 2 and y.shape[1] == 1:
-        raise ValueError(
-            f'{where}: y has shape {y.shape}, expected ({n},), one '
-            f'class index per example; flatten it with y.reshape(-1)'
-        )
-    if y.ndim != 1:
-        hint = (
-            'they look one-hot; pass class indices, e.g. '
-            'y.argmax(axis=1).astype("int32")'
-            if y.ndim == 2
-            else 'pass one class index per example'
-        )
-        raise ValueError(
-            f'{where}: y has shape {y.shape}, expected '
-            f'({n},), one class index per example; '
-            f'{hint}'
-        )
+    validation.check_label_shape(
+        y.shape, X.shape[0], where, 'y.argmax(axis=1).astype("int32")'
+    )
     labels = y.asnumpy()  # host copy; waits only for y's own writers
-    wrong = _wrong_labels(labels, classes)
-    if wrong is not None:
-        i, why = wrong
-        value = labels[i].item()
-        span = f'0..{classes - 1}' if classes else '0, 1, 2, ...'
-        fix = (
-            'they look numbered from 1: pass y - 1'
-            if why == 'out of range'
-            and classes
-            and labels.min() >= 1
-            and labels.max() == classes
-            else f'keep only examples whose labels are in {span}, or '
-            f'relabel them'
-            if why == 'out of range'
-            else 'pass the class index of each example, a whole '
-            'number (soft or mixed labels are not supported by the '
-            'cross-entropy used here)'
-        )
-        raise ValueError(
-            f'{where}: y[{i}] is {value!r}, {why}: labels must be '
-            f'class indices {span}; {fix}'
-        )
+    validation.check_labels(labels, classes, where)
     if onp.issubdtype(labels.dtype, onp.floating):
         y = y.astype('int32')
     return X, y
@@ -294,18 +213,13 @@ def check_replicas(device_params, devices, where):
     RuntimeError
         If a parameter has no gradient buffer.
     """
-    if len(device_params) != len(devices):
-        raise ValueError(
-            f'{where}: {len(device_params)} parameter '
-            f'replicas for {len(devices)} devices; make one '
-            f'per device with dp.get_params(params, device)'
-        )
+    validation.check_replica_count(device_params, devices, where)
     for i, (params, device) in enumerate(zip(device_params, devices)):
         for j, p in enumerate(params):
             if not isinstance(p, np.ndarray):
                 raise TypeError(
                     f'{where}: device_params[{i}][{j}] is a '
-                    f'{_describe(p)}; convert with '
+                    f'{validation.describe(p)}; convert with '
                     f'mxnet.np.array, then use dp.get_params'
                 )
             if p.ctx != device:
@@ -341,14 +255,9 @@ def check_returned_none(returned, algorithm, where):
         If ``returned`` is not None: the caller's gradients are
         unchanged, so training would silently not average them.
     """
-    if returned is not None:
-        name = getattr(algorithm, '__name__', repr(algorithm))
-        raise TypeError(
-            f'{where}: algorithm {name} returned a '
-            f'{type(returned).__name__} instead of None; an '
-            f'allreduce must write the sum into every input '
-            f'array (data[i][:] = total), see {CONTRACT}'
-        )
+    validation.check_returned_none(
+        returned, algorithm, where, 'array (data[i][:] = total)', CONTRACT
+    )
 
 
 def _classes(params):
@@ -381,17 +290,12 @@ def check_step(X, y, device_params, devices, lr, accumulate):
         classes=_classes(params),
         dtype=onp.dtype(params[0].dtype).name if params else 'float32',
     )
-    need = accumulate * len(devices)
-    if X.shape[0] < need:
-        raise ValueError(
-            f'train_batch: the batch has {X.shape[0]} examples, but '
-            f'{len(devices)} devices x accumulate={accumulate} need at '
-            f'least {need} (one per device per micro-batch); a last '
-            f'partial batch of an epoch is the usual cause: choose a '
-            f'batch_size that leaves at least {need} examples in it, or '
-            f'drop it with gluon.data.DataLoader(..., '
-            f"last_batch='discard')"
-        )
+    validation.check_enough_examples(
+        X.shape[0],
+        len(devices),
+        "gluon.data.DataLoader(..., last_batch='discard')",
+        accumulate,
+    )
     return X, y
 
 
@@ -399,18 +303,12 @@ def check_split(shards, n, devices):
     """Raise unless a ``split=`` function gave one shard per device,
     on that device, covering all ``n`` examples; return the shards."""
     X_shards, y_shards = shards
-    sizes = [x.shape[0] for x in X_shards]
     where = [x.ctx for x in X_shards] + [t.ctx for t in y_shards]
-    if (
-        len(X_shards) != len(devices)
-        or sum(sizes) != n
-        or where != list(devices) * 2
-    ):
-        raise ValueError(
-            f'train_batch: split returned X shards of sizes '
-            f'{sizes} on {where[: len(X_shards)]} for {n} '
-            f'examples on {list(devices)}; it must return '
-            f'(X_shards, y_shards) with shard i on '
-            f'devices[i], sizes adding up to {n}'
-        )
+    validation.check_shard_layout(
+        [x.shape[0] for x in X_shards],
+        where[: len(X_shards)],
+        n,
+        devices,
+        where == list(devices) * 2,
+    )
     return X_shards, y_shards

@@ -5,8 +5,7 @@ import pytest
 from conftest import assert_names_only, assert_passes, bug_ids, stub_none
 
 import d2lpar as dp
-from d2lpar.comm.schedules import naive_schedule, ring_schedule
-from d2lpar.grading.schedule import Transfer
+from d2lpar.comm.schedules import Transfer, naive_schedule, ring_schedule
 
 
 def ring_tuples(k):

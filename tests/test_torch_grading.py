@@ -1,12 +1,13 @@
-"""d2lpar.torch.check_allreduce names a student's mistake, with the
-codes and hints of the MXNet check (the grader's own table)."""
+"""d2lpar.torch's homework checks name a student's mistake with the codes
+of the MXNet checks (the grader's own table), their hints in PyTorch's
+terms; an assignment without a PyTorch check says so."""
 
 import pytest
 
 torch = pytest.importorskip('torch')
 
 from d2lpar import torch as tdp  # noqa: E402
-from d2lpar.grading.mistakes import MISTAKES  # noqa: E402
+from d2lpar.grading.mistakes import MISTAKES, hint  # noqa: E402
 
 
 def correct(data):
@@ -96,7 +97,7 @@ def test_each_mistake_is_named(fn, mistake):
     assert not report
     assert report.mistakes[0] == mistake, str(report)
     text = str(report)
-    assert f'mistake: {mistake}' in text and MISTAKES[mistake] in text
+    assert f'mistake: {mistake}' in text and hint(mistake, 'torch') in text
 
 
 def test_a_raising_function_shows_its_traceback():
@@ -151,3 +152,203 @@ def test_the_battery_is_the_mxnet_checks():
         assert [f.case for f in mine.failures] == [
             f.case for f in theirs.failures
         ]
+
+
+# The other assignments a PyTorch solution has graded: a correct
+# solution passes, a planted mistake is named, with the MXNet check's code.
+
+
+def average_params(device_params):
+    k = len(device_params)
+    for j in range(len(device_params[0])):
+        tdp.allreduce([p[j] for p in device_params])
+        for p in device_params:
+            p[j].copy_(p[j] / k)
+
+
+def average_summed(device_params):
+    for j in range(len(device_params[0])):
+        tdp.allreduce([p[j] for p in device_params])
+
+
+def average_rebinds(device_params):
+    k = len(device_params)
+    for j in range(len(device_params[0])):
+        mean = sum(p[j].clone() for p in device_params) / k
+        for p in device_params:
+            p[j] = mean.clone()
+
+
+def split_batch(X, y, devices):
+    n, k = X.shape[0], len(devices)
+    if n < k:
+        raise ValueError('fewer examples than devices')
+    X_shards, y_shards, start = [], [], 0
+    for i, d in enumerate(devices):
+        size = n // k + (1 if i < n % k else 0)
+        X_shards.append(X[start : start + size].to(d))
+        y_shards.append(y[start : start + size].to(d))
+        start += size
+    return X_shards, y_shards
+
+
+def split_drops_remainder(X, y, devices):
+    n, k = X.shape[0], len(devices)
+    if n < k:
+        raise ValueError('fewer examples than devices')
+    size = n // k
+    return (
+        [X[i * size : (i + 1) * size] for i in range(k)],
+        [y[i * size : (i + 1) * size] for i in range(k)],
+    )
+
+
+def split_mismatched_labels(X, y, devices):
+    X_shards, y_shards = split_batch(X, y, devices)
+    return X_shards, y_shards[::-1]
+
+
+def ring(k):
+    from d2lpar.comm.schedules import ring_schedule
+
+    return ring_schedule(k)
+
+
+def ring_backwards(k):
+    from d2lpar.comm.schedules import Transfer
+
+    return (
+        [[Transfer((i + 1) % k, i, None, True) for i in range(k)]]
+        if k > 1
+        else []
+    )
+
+
+def ring_whole_arrays(k):
+    """Every device passes its whole running sum around: right, but k-1
+    whole arrays each way instead of chunks."""
+    from d2lpar.comm.schedules import Transfer
+
+    steps = [[Transfer(i, (i + 1) % k, None, True)] for i in range(k - 1)]
+    steps += [
+        [Transfer((k - 1 + i) % k, (k + i) % k, None, False)]
+        for i in range(k - 1)
+    ]
+    return steps
+
+
+PYTORCH_MISTAKEN = [
+    (tdp.check_average_params, average_summed, 'summed'),
+    (tdp.check_average_params, average_rebinds, 'not-in-place'),
+    (tdp.check_split_batch, split_drops_remainder, 'dropped-examples'),
+    (tdp.check_split_batch, split_mismatched_labels, 'labels-mismatched'),
+    (tdp.check_ring_schedule, ring_backwards, 'not-a-ring'),
+    (tdp.check_ring_schedule, ring_whole_arrays, 'too-much-traffic'),
+]
+
+
+@pytest.mark.parametrize(
+    'check, fn',
+    [
+        (tdp.check_average_params, average_params),
+        (tdp.check_split_batch, split_batch),
+        (tdp.check_split_batch, tdp.split_batch),
+        (tdp.check_ring_schedule, ring),
+    ],
+)
+def test_a_correct_pytorch_solution_passes(check, fn):
+    report = check(fn)
+    assert report, str(report)
+    assert report.cases > 0 and report.framework == 'torch'
+
+
+@pytest.mark.parametrize('check, fn, mistake', PYTORCH_MISTAKEN)
+def test_a_planted_pytorch_mistake_is_named(check, fn, mistake):
+    report = check(fn)
+    assert not report
+    assert report.mistakes[0] == mistake, str(report)
+    assert f'mistake: {mistake}' in str(report)
+
+
+# Names a PyTorch student has no use for: MXNet's methods and modules.
+MXNET_WORDS = ('copyto', 'as_in_ctx', '.ctx', 'asnumpy', 'npx', 'attach_grad')
+
+
+def test_no_hint_names_mxnet_to_a_pytorch_student():
+    """Every code's hint, as a PyTorch report gives it, is free of
+    MXNet's methods; the MXNet hints keep theirs."""
+    for code in MISTAKES:
+        text = hint(code, 'torch')
+        assert not [w for w in MXNET_WORDS if w in text], (code, text)
+    assert 'copyto' in hint('not-in-place', 'mxnet')
+
+
+def test_a_pytorch_report_gives_the_pytorch_hint():
+    report = tdp.check_allreduce(rebinds)
+    text = str(report)
+    assert 'hint: ' in text and 'copy_' in text and 'copyto' not in text
+
+
+def test_the_shape_of_a_tree_is_not_claimed_checked():
+    """PyTorch's CPU devices are one CPU: the report passes on the sum
+    and says the elements each device moves were not counted."""
+    report = tdp.check_tree_allreduce(correct)
+    assert report and 'not counted' in report.note
+    assert 'note: ' in str(report)
+    assert tdp.check_allreduce(correct).note is None
+
+
+@pytest.mark.parametrize(
+    'check, homework',
+    [
+        (tdp.check_grad_accumulation, 'homework 4'),
+        (tdp.check_train_epoch, 'homework 6'),
+        (tdp.check_evaluate, 'homework 3'),
+    ],
+)
+def test_an_assignment_without_a_pytorch_check_says_so(check, homework):
+    """No crash and no pass: the report names the assignment and the
+    functions PyTorch checks exist for."""
+    report = check(average_params)
+    assert not report and report.cases == 0 and not report.failures
+    text = str(report)
+    assert 'not graded' in text and homework in text
+    assert 'split_batch' in report.unsupported  # what exists
+    assert report._repr_markdown_() and report._repr_html_()
+
+
+def test_the_checks_table_covers_every_graded_function():
+    """Every function the MXNet grader grades has a PyTorch entry: a
+    check, or a report saying there is none yet."""
+    from d2lpar.grading import GRADED_BY
+    from d2lpar.torch.grading import CHECKS
+
+    assert set(CHECKS) == set(GRADED_BY)
+    for name, check in CHECKS.items():
+        assert check.__name__ == GRADED_BY[name]
+        # ... and `from d2lpar import torch as dp` gives it by that name.
+        assert getattr(tdp, check.__name__) is check
+        assert check.__name__ in tdp.__all__
+
+
+def test_the_homework_page_says_which_assignments_lack_a_pytorch_check():
+    """book/homework.md tells a PyTorch student which assignments are not
+    graded in PyTorch: it must name exactly those of NOT_GRADED."""
+    import pathlib
+
+    from d2lpar.grading.battery import ASSIGNMENTS
+    from d2lpar.torch.grading import NOT_GRADED
+
+    page = pathlib.Path(__file__).parents[1] / 'book' / 'homework.md'
+    text = ' '.join(page.read_text().split())
+    homework = sorted(
+        int(ASSIGNMENTS[c].split()[1])
+        for c in NOT_GRADED
+        if c not in ('check_evaluate', 'check_train_batch')
+    )
+    names = ' and '.join(str(n) for n in homework)
+    assert 'check_evaluate' in NOT_GRADED
+    assert (
+        f'assignments {names} and `evaluate_accuracy_sharded` have no '
+        f'PyTorch check yet' in text
+    )

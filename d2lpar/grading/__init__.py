@@ -13,14 +13,18 @@ steps) against the library's reference, and returns a :class:`Report`::
 The mistake codes and their hints live in one table,
 :data:`MISTAKES` (:mod:`d2lpar.grading.mistakes`). ``python -m d2lpar check
 solution.py`` runs the check of every function of :data:`CHECKS` that a
-file defines.
+file defines (of :data:`d2lpar.torch.grading.CHECKS` for a file that
+imports PyTorch).
 
-The report (:mod:`d2lpar.grading.report`) and the table of mistakes
-(:mod:`d2lpar.grading.mistakes`) are framework-neutral: they import
-neither MXNet nor PyTorch, and this package imports a check (which runs
-MXNet) only the first time one is used, so a check written for another
-framework (:mod:`d2lpar.torch`) reports with the same classes and
-hints. Every name below is reached as ``dp.grading.NAME``.
+The report (:mod:`d2lpar.grading.report`), the table of mistakes
+(:mod:`d2lpar.grading.mistakes`), the cases and the judgement of what a
+student's function did (:mod:`d2lpar.grading.battery`) and the reading
+of a solution's framework (:mod:`d2lpar.grading.detect`) are
+framework-neutral: they import neither MXNet nor PyTorch, and this
+package imports a check (which runs MXNet) only the first time one is
+used, so the PyTorch checks (:mod:`d2lpar.torch.grading`) run the same
+cases and report with the same classes, codes and hints (in PyTorch's
+terms). Every name below is reached as ``dp.grading.NAME``.
 """
 
 import importlib
@@ -46,7 +50,7 @@ _CHECKS_IN = {
 }
 
 # Function name a solution file defines -> the check that grades it.
-_GRADED_BY = {
+GRADED_BY = {
     'allreduce': 'check_allreduce',
     'tree_allreduce': 'check_tree_allreduce',
     'sharded_allreduce': 'check_sharded_allreduce',
@@ -64,7 +68,7 @@ _GRADED_BY = {
 def __getattr__(name):
     """A check (or ``CHECKS``, the table of them) on its first use."""
     if name == 'CHECKS':
-        value = {fn: __getattr__(check) for fn, check in _GRADED_BY.items()}
+        value = {fn: __getattr__(check) for fn, check in GRADED_BY.items()}
     elif name in _CHECKS_IN:
         module = importlib.import_module(f'.{_CHECKS_IN[name]}', __name__)
         value = getattr(module, name)
@@ -81,17 +85,8 @@ def __dir__():
 __all__ = [
     'CHECKS',
     'Failure',
+    'GRADED_BY',
     'MISTAKES',
     'Report',
-    'Spy',
-    'check_allreduce',
-    'check_average_params',
-    'check_evaluate',
-    'check_grad_accumulation',
-    'check_ring_schedule',
-    'check_sharded_allreduce',
-    'check_split_batch',
-    'check_train_batch',
-    'check_tree_allreduce',
-    'check_train_epoch',
+    *sorted(_CHECKS_IN),
 ]

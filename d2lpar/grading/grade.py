@@ -7,6 +7,12 @@ captured and stored beside the verdict, never mixed into the table.
 Inside that process the library's collectives are watched before the
 file is imported (:mod:`d2lpar.grading.spy`), so an allreduce that
 calls ``dp.allreduce`` fails as ``calls-library``.
+
+A solution is graded in the framework it imports
+(:mod:`d2lpar.grading.detect`): a file that imports ``torch`` or
+``d2lpar.torch`` by the PyTorch checks (:data:`d2lpar.torch.grading.
+CHECKS`), one that imports MXNet or ``d2lpar`` by the MXNet checks. A
+notebook (``.ipynb``) is graded as the file of its code cells.
 """
 
 import concurrent.futures
@@ -23,8 +29,9 @@ import sys
 import tempfile
 import time
 import traceback
+import types
 
-from . import CHECKS
+from . import detect
 
 TIMEOUT = 60  # seconds per submission, by default
 # Seconds a child may take to import the library before the submission's
@@ -33,8 +40,18 @@ STARTUP = 300
 OUTPUT_LIMIT = 20_000  # characters of a submission's output kept
 
 
+def checks(framework):
+    """Function name -> check, for solutions in ``framework``."""
+    if framework == 'torch':
+        from ..torch.grading import CHECKS
+    else:
+        from . import CHECKS
+    return CHECKS
+
+
 def solution_files(paths):
-    """The ``.py`` files named, and those inside the folders named.
+    """The ``.py`` and ``.ipynb`` files named, and those inside the
+    folders named.
 
     Raises
     ------
@@ -46,20 +63,40 @@ def solution_files(paths):
         if not path.exists():
             raise FileNotFoundError(
                 f'check: {path} does not exist; pass '
-                f'a solution .py file or a folder'
+                f'a solution .py or .ipynb file or a folder'
             )
-        files += sorted(path.glob('*.py')) if path.is_dir() else [path]
+        if path.is_dir():
+            files += sorted(
+                p for p in path.iterdir() if p.suffix in ('.py', '.ipynb')
+            )
+        else:
+            files.append(path)
     return files
 
 
 def load(path, index=0):
-    """Import a solution file as its own module (its top level runs)."""
+    """Import a solution file as its own module (its top level runs);
+    a notebook's code cells run as one module."""
     name = f'd2lpar_solution_{index}_{path.stem}'
+    if path.suffix == '.ipynb':
+        module = types.ModuleType(name)
+        module.__file__ = str(path)
+        sys.modules[name] = module
+        code = compile(detect.source_of(path), str(path), 'exec')
+        exec(code, module.__dict__)  # noqa: S102 - the student's notebook
+        return module
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def framework(path):
+    """``(framework, why)`` of a solution file
+    (:func:`d2lpar.grading.detect.framework_of`); raises
+    :class:`~d2lpar.grading.detect.MixedFrameworks` if it mixes them."""
+    return detect.framework_of(detect.source_of(path))
 
 
 def grade_file(path, index=0):
@@ -69,17 +106,33 @@ def grade_file(path, index=0):
     Returns
     -------
     dict
-        ``{'file', 'passed', 'error', 'reports'}``; ``reports`` holds
-        :class:`Report` objects. A file that fails to import, or defines
-        none of :data:`CHECKS`, does not pass and says why in ``error``.
+        ``{'file', 'framework', 'passed', 'error', 'reports'}``;
+        ``reports`` holds :class:`Report` objects. A file that mixes the
+        frameworks, fails to import, or defines none of the functions
+        with a check does not pass and says why in ``error``; one that
+        defines a function with no check in its framework yet gets the
+        verdict ``ungraded``.
     """
-    result = {'file': str(path), 'passed': False, 'error': None, 'reports': []}
+    result = {
+        'file': str(path),
+        'framework': None,
+        'passed': False,
+        'error': None,
+        'reports': [],
+    }
+    try:
+        result['framework'], why = framework(path)
+    except (detect.MixedFrameworks, ValueError) as e:
+        result['error'] = f'not graded: {e}'
+        return result
+    result['framework_from'] = why
+    table = checks(result['framework'])
     try:
         module = load(path, index)
     except Exception:  # noqa: BLE001 - the student's file, shown whole
         result['error'] = 'importing it raised:\n' + traceback.format_exc()
         return result
-    for name, check in CHECKS.items():
+    for name, check in table.items():
         fn = getattr(module, name, None)
         # Only functions the file defines: an import of the library's
         # own function is not the student's work.
@@ -87,9 +140,12 @@ def grade_file(path, index=0):
             result['reports'].append(check(fn))
     if not result['reports']:
         result['error'] = (
-            f'defines none of the functions with a check: {", ".join(CHECKS)}'
+            f'defines none of the functions with a check: {", ".join(table)}'
         )
     result['passed'] = result['error'] is None and all(result['reports'])
+    failed = [r for r in result['reports'] if not r and not r.unsupported]
+    if not result['passed'] and result['reports'] and not failed:
+        result['verdict'] = 'ungraded'  # only what has no check failed
     return result
 
 
@@ -98,9 +154,14 @@ def _child(path, out):
     verdict to the file ``out`` (stdout/stderr are the submission's).
     ``out + '.started'`` tells the parent the library is imported: the
     time limit counts from there."""
-    from .spy import install
+    try:
+        kind = framework(path)[0]
+    except ValueError:  # mixed: grade_file says so
+        kind = None
+    if kind == 'mxnet':
+        from .spy import install
 
-    install()  # before the import: `from d2lpar import allreduce` too
+        install()  # before the import: `from d2lpar import allreduce` too
     pathlib.Path(out + '.started').touch()
     result = grade_file(pathlib.Path(path))
     result['reports'] = [r.to_dict() for r in result['reports']]
@@ -202,7 +263,8 @@ def _reason(result):
         return ''
     if result['error']:
         return result['error'].strip().splitlines()[0]
-    return ', '.join(_mistakes(result))
+    unsupported = [r['unsupported'] for r in result['reports']]
+    return ', '.join(_mistakes(result) + [u for u in unsupported if u])
 
 
 def table(results):
@@ -229,6 +291,11 @@ def table(results):
 def details(result):
     """The verdict of one file in full: its error and every report."""
     lines = [f'== {result["file"]}: {result["verdict"].upper()}']
+    if result.get('framework'):
+        lines[0] += (
+            f' (graded in {detect.NAMES[result["framework"]]}: '
+            f'{result.get("framework_from")})'
+        )
     if result['error']:
         lines.append(result['error'].rstrip())
     for report in result['reports']:
@@ -237,10 +304,14 @@ def details(result):
             + (
                 f'passed all {report["cases"]} cases'
                 if report['passed']
+                else f'not graded: {report["unsupported"]}'
+                if report.get('unsupported')
                 else f'{len(report["failures"])} of {report["cases"]} '
                 f'cases failed'
             )
         )
+        if report.get('note'):
+            lines.append(f'note: {report["note"]}')
         if report['failures']:
             f = report['failures'][0]
             lines += [

@@ -110,18 +110,59 @@ MISTAKES = {
 }
 
 
+# The hints above that name MXNet's methods, as a PyTorch student reads
+# them (:mod:`d2lpar.torch`'s checks report with these); every other
+# code's hint holds for both frameworks.
+TORCH_HINTS = {
+    'not-in-place': "Write the result into the caller's tensors "
+    '(a.copy_(...) or a += ... on them); returning new tensors or '
+    "rebinding data[i] = ... leaves the caller's tensors unchanged.",
+    'changed-device': 'A result lives on another device than the tensor '
+    'it replaces; keep data[i] on data[i].device.',
+    'changed-dtype': 'The result lost precision or changed dtype: '
+    "compute in the inputs' dtype (e.g. float64 stays float64; "
+    'torch.zeros defaults to float32: pass dtype=a.dtype).',
+    'calls-library': "You called the library's own collective: the "
+    'homework is to write the algorithm, moving and adding the tensors '
+    'yourself (a.to(device), +=, a.copy_(...)).',
+    'wrong-device': 'Shard i must live on devices[i] (.to(devices[i])).',
+    'not-accumulated': "Only the last micro-batch's gradient was used: "
+    'backward() adds into .grad, so zeroing .grad (or making the '
+    'parameters anew) between micro-batches drops the earlier ones.',
+    'synced-every-batch': "You read a step's numbers (.item(), .cpu(), "
+    'torch.cuda.synchronize) before queuing the next step: the devices '
+    'idle while Python prepares the next batch. Keep them, and read '
+    'them after the next train_batch call.',
+}
+
 # The module's documentation lists the table itself, so the book's page
 # of codes can never disagree with what the checks say.
 __doc__ += ''.join(
     f'\n``{code}``\n    {text}\n' for code, text in MISTAKES.items()
 )
+__doc__ += (
+    '\nIn PyTorch (``from d2lpar import torch as dp``) these codes give '
+    "their hint in PyTorch's terms:\n"
+) + ''.join(
+    f'\n``{code}``\n    {text}\n' for code, text in TORCH_HINTS.items()
+)
+
+FRAMEWORKS = ('mxnet', 'torch')
 
 
-def hint(code):
-    """The hint for mistake ``code`` (KeyError names the known codes)."""
+def hint(code, framework='mxnet'):
+    """The hint for mistake ``code`` to a student writing in
+    ``framework`` (``'mxnet'`` or ``'torch'``); KeyError names the known
+    codes."""
     if code not in MISTAKES:
         raise KeyError(
             f'unknown mistake code {code!r}; known: '
             f'{", ".join(sorted(MISTAKES))}'
         )
+    if framework not in FRAMEWORKS:
+        raise ValueError(
+            f'hint: framework is {framework!r}; pass one of {FRAMEWORKS}'
+        )
+    if framework == 'torch':
+        return TORCH_HINTS.get(code, MISTAKES[code])
     return MISTAKES[code]

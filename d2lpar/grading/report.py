@@ -23,17 +23,20 @@ class Failure:
         Expected vs got.
     traceback : str or None
         The student's traceback when ``mistake == 'raised'``.
+    framework : str
+        ``'mxnet'`` or ``'torch'``: the hint is in that framework's terms.
     """
 
     mistake: str
     case: str
     message: str
     traceback: str = None
+    framework: str = 'mxnet'
 
     @property
     def hint(self):
         """What usually causes this mistake."""
-        return hint(self.mistake)
+        return hint(self.mistake, self.framework)
 
     def to_dict(self):
         """Plain data for ``--json``."""
@@ -59,16 +62,33 @@ class Report:
         How many cases ran.
     failures : list of Failure
         One per failing case, in the order the cases ran.
+    framework : str
+        ``'mxnet'`` or ``'torch'``: the framework the function was run in.
+    unsupported : str or None
+        Why the function was not graded (no check of it exists in its
+        framework); such a report has run no case and does not pass.
+    note : str or None
+        What the check could not look at (shown under the headline).
     """
 
-    def __init__(self, check, function, cases, failures):
+    def __init__(
+        self,
+        check,
+        function,
+        cases,
+        failures,
+        framework='mxnet',
+        unsupported=None,
+    ):
         self.check, self.function = check, function
         self.cases, self.failures = cases, list(failures)
+        self.framework, self.unsupported = framework, unsupported
+        self.note = None
 
     @property
     def passed(self):
-        """True when every case passed."""
-        return not self.failures
+        """True when every case passed (and there was a check to run)."""
+        return not self.failures and self.unsupported is None
 
     def __bool__(self):
         return self.passed
@@ -87,10 +107,18 @@ class Report:
             'cases': self.cases,
             'mistakes': self.mistakes,
             'failures': [f.to_dict() for f in self.failures],
+            'framework': self.framework,
+            'unsupported': self.unsupported,
+            'note': self.note,
         }
 
     def headline(self):
-        """One line: passed, or how many cases failed."""
+        """One line: passed, how many cases failed, or not graded."""
+        if self.unsupported is not None:
+            return (
+                f'{self.check}({self.function}): not graded: '
+                f'{self.unsupported}'
+            )
         if self.passed:
             return (
                 f'{self.check}({self.function}): passed all {self.cases} cases'
@@ -103,6 +131,8 @@ class Report:
 
     def __str__(self):
         lines = [self.headline()]
+        if self.note:
+            lines.append(f'note: {self.note}')
         if self.failures:
             f = self.failures[0]
             lines += [
@@ -119,11 +149,14 @@ class Report:
         return f'<Report {self.headline()}>'
 
     def _repr_markdown_(self):
-        if self.passed:
-            return f'**{self.headline()}**'
+        top = f'**{self.headline()}**'
+        if self.note:
+            top += f'\n\nnote: {self.note}'
+        if not self.failures:  # passed, or not graded
+            return top
         f = self.failures[0]
         text = (
-            f'**{self.headline()}**\n\n- first failing case: {f.case}'
+            f'{top}\n\n- first failing case: {f.case}'
             f'\n- mistake: `{f.mistake}`\n- hint: {f.hint}\n\n'
             f'```\n{f.message}\n```\n'
         )
@@ -137,7 +170,9 @@ class Report:
             f'<p style="color:{colour}"><b>'
             f'{html.escape(self.headline())}</b></p>'
         ]
-        if not self.passed:
+        if self.note:
+            out.append(f'<p>note: {html.escape(self.note)}</p>')
+        if self.failures:
             f = self.failures[0]
             out.append(
                 f'<ul><li>first failing case: {html.escape(f.case)}'
@@ -153,13 +188,14 @@ class Report:
         return ''.join(out)
 
 
-def run_cases(check, fn, cases, one_case):
+def run_cases(check, fn, cases, one_case, framework='mxnet'):
     """Run ``one_case(fn, case)`` on every case; collect the failures.
 
     ``one_case`` returns None when the case passed, or a
     ``(mistake, message)`` pair. An exception raised inside the
     student's function becomes a ``raised`` failure with its traceback
-    (``one_case`` calls the student through :func:`call`).
+    (``one_case`` calls the student through :func:`call`). The hints
+    are in ``framework``'s terms (``'mxnet'`` or ``'torch'``).
     """
     failures = []
     for case in cases:
@@ -172,12 +208,20 @@ def run_cases(check, fn, cases, one_case):
                 if str(e.error)
                 else f'{name} (is the function still the stub?)'
             )
-            failures.append(Failure('raised', describe(case), text, e.text))
+            failures.append(
+                Failure('raised', describe(case), text, e.text, framework)
+            )
             continue
         if found is not None:
-            failures.append(Failure(found[0], describe(case), found[1]))
+            failures.append(
+                Failure(found[0], describe(case), found[1], None, framework)
+            )
     return Report(
-        check, getattr(fn, '__name__', repr(fn)), len(cases), failures
+        check,
+        getattr(fn, '__name__', repr(fn)),
+        len(cases),
+        failures,
+        framework,
     )
 
 

@@ -14,8 +14,10 @@ framework is chosen at import::
 devices              :func:`devices` (k CPU devices in one process take
                      turns: see :mod:`d2lpar.torch.devices`)
 A toy network        init_lenet_params, lenet, get_params, LENET_SHAPES
-allreduce            allreduce (its docstring states the contract),
-                     check_allreduce (names a student's mistake)
+allreduce            allreduce (its docstring states the contract)
+Homework checks      check_allreduce, check_ring_schedule,
+                     check_split_batch, check_average_params (name a
+                     student's mistake; :mod:`d2lpar.torch.grading`)
 split_batch          split_batch, shard_sizes, shard_ranges
 train_batch          train_batch, cross_entropy, sgd
 Training             train -> TrainResult, load_fashion_mnist,
@@ -52,7 +54,18 @@ from .collectives import allreduce
 from .data import load_fashion_mnist
 from .devices import devices
 from .evaluation import evaluate_accuracy
-from .grading import check_allreduce
+from .grading import (
+    check_allreduce,
+    check_average_params,
+    check_evaluate,
+    check_grad_accumulation,
+    check_ring_schedule,
+    check_sharded_allreduce,
+    check_split_batch,
+    check_train_batch,
+    check_train_epoch,
+    check_tree_allreduce,
+)
 from .model import LENET_SHAPES, get_params, init_lenet_params, lenet
 from .splitting import shard_ranges, shard_sizes, split_batch
 from .training import (
@@ -70,6 +83,15 @@ __all__ = [
     'TrainResult',
     'allreduce',
     'check_allreduce',
+    'check_average_params',
+    'check_evaluate',
+    'check_grad_accumulation',
+    'check_ring_schedule',
+    'check_sharded_allreduce',
+    'check_split_batch',
+    'check_train_batch',
+    'check_train_epoch',
+    'check_tree_allreduce',
     'cross_entropy',
     'devices',
     'evaluate_accuracy',

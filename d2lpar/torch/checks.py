@@ -2,45 +2,28 @@
 
 The same checks as :mod:`d2lpar.checks` on PyTorch's types: what a
 student passes in is refused early with a message that names the
-function, says what was wrong and what to do.
+function, says what was wrong and what to do. What holds in either
+framework (numbers, labels, shard layouts) is :mod:`d2lpar.validation`'s,
+shared with the MXNet checks.
 """
-
-import numbers
 
 import torch
 
+from .. import validation
+from ..validation import check_positive, describe
 from .devices import same_place
 
-
-def check_positive(name, value, where, integer=False):
-    """Raise unless ``value`` is a positive number (an int if asked).
-
-    Raises
-    ------
-    TypeError
-        If ``value`` is not a number (or not an integer when required;
-        ``bool`` is refused).
-    ValueError
-        If ``value`` is zero or negative.
-    """
-    kind = numbers.Integral if integer else numbers.Real
-    if isinstance(value, bool) or not isinstance(value, kind):
-        wanted = 'an int' if integer else 'a number'
-        raise TypeError(
-            f'{where}: {name} must be {wanted}, got '
-            f'{type(value).__name__} {value!r}'
-        )
-    if value <= 0:
-        raise ValueError(
-            f'{where}: {name} must be positive, got {value}; '
-            f'pass a value greater than 0'
-        )
-
-
-def describe(value):
-    """``numpy.ndarray`` for a NumPy array: the type a student knows."""
-    kind = type(value)
-    return f'{kind.__module__.split(".")[0]}.{kind.__name__}'
+__all__ = [
+    'check_batch',
+    'check_device',
+    'check_devices',
+    'check_positive',
+    'check_replicas',
+    'check_returned_none',
+    'check_split',
+    'check_step',
+    'describe',
+]
 
 
 def check_device(device, where):
@@ -120,19 +103,6 @@ def check_devices(devices, where):
         )
 
 
-def _wrong_labels(labels, classes):
-    """The first label that is not a class index, and why, or None."""
-    whole = labels == torch.round(labels)
-    if not bool(whole.all()):
-        return int(torch.argmin(whole.to(torch.int8))), 'not a whole number'
-    bad = labels < 0
-    if classes is not None:
-        bad |= labels >= classes
-    if bool(bad.any()):
-        return int(torch.argmax(bad.to(torch.int8))), 'out of range'
-    return None
-
-
 def check_batch(X, y, where, classes=None, dtype=torch.float32):
     """Raise unless ``X, y`` is a minibatch to train on; return it with
     the labels as ``torch.int64`` (what ``cross_entropy`` wants).
@@ -168,60 +138,13 @@ def check_batch(X, y, where, classes=None, dtype=torch.float32):
                 f'{name}.asnumpy(), dtype={cast}))'
             )
     if X.dtype != dtype:
-        scale = (
-            " / 255 (pixels 0..255 become 0..1, as the book's loader "
-            'gives them)'
-            if not X.is_floating_point()
-            else ''
-        )
+        scale = '' if X.is_floating_point() else validation.PIXEL_SCALE
         raise TypeError(
             f'{where}: X has dtype {X.dtype}, but the parameters are '
             f'{dtype}; convert with X.to({dtype}){scale}'
         )
-    n = X.shape[0]
-    if y.ndim == 2 and y.shape[1] == 1:
-        raise ValueError(
-            f'{where}: y has shape {tuple(y.shape)}, expected ({n},), '
-            f'one class index per example; flatten it with y.reshape(-1)'
-        )
-    if y.ndim != 1:
-        hint = (
-            'they look one-hot; pass class indices, e.g. y.argmax(dim=1)'
-            if y.ndim == 2
-            else 'pass one class index per example'
-        )
-        raise ValueError(
-            f'{where}: y has shape {tuple(y.shape)}, expected ({n},), '
-            f'one class index per example; {hint}'
-        )
-    labels = y.detach().to('cpu', torch.float64)
-    wrong = _wrong_labels(labels, classes)
-    if wrong is not None:
-        i, why = wrong
-        value = y[i].item()
-        span = f'0..{classes - 1}' if classes else '0, 1, 2, ...'
-        if why == 'out of range':
-            numbered_from_1 = (
-                classes
-                and labels.min().item() >= 1
-                and labels.max().item() == classes
-            )
-            fix = (
-                'they look numbered from 1: pass y - 1'
-                if numbered_from_1
-                else f'keep only examples whose labels are in {span}, '
-                f'or relabel them'
-            )
-        else:
-            fix = (
-                'pass the class index of each example, a whole number '
-                '(soft or mixed labels are not supported by the '
-                'cross-entropy used here)'
-            )
-        raise ValueError(
-            f'{where}: y[{i}] is {value!r}, {why}: labels must be '
-            f'class indices {span}; {fix}'
-        )
+    validation.check_label_shape(y.shape, X.shape[0], where, 'y.argmax(dim=1)')
+    validation.check_labels(y.detach().to('cpu').numpy(), classes, where)
     if y.dtype != torch.int64:
         y = y.to(torch.int64)
     return X, y
@@ -240,12 +163,7 @@ def check_replicas(device_params, devices, where):
     RuntimeError
         If a parameter does not require a gradient.
     """
-    if len(device_params) != len(devices):
-        raise ValueError(
-            f'{where}: {len(device_params)} parameter replicas for '
-            f'{len(devices)} devices; make one per device with '
-            f'dp.get_params(params, device)'
-        )
+    validation.check_replica_count(device_params, devices, where)
     for i, (params, device) in enumerate(zip(device_params, devices)):
         for j, p in enumerate(params):
             if not isinstance(p, torch.Tensor):
@@ -280,15 +198,13 @@ def check_replicas(device_params, devices, where):
 def check_returned_none(returned, algorithm, where):
     """Raise TypeError if an allreduce returned a value instead of
     writing the sum in place (the gradients would be left unsummed)."""
-    if returned is not None:
-        name = getattr(algorithm, '__name__', repr(algorithm))
-        raise TypeError(
-            f'{where}: algorithm {name} returned a '
-            f'{type(returned).__name__} instead of None; an allreduce '
-            f'must write the sum into every input tensor '
-            f'(data[i].copy_(total)), see the allreduce contract in '
-            f'help(d2lpar.torch.allreduce)'
-        )
+    validation.check_returned_none(
+        returned,
+        algorithm,
+        where,
+        'tensor (data[i].copy_(total))',
+        'the allreduce contract in help(d2lpar.torch.allreduce)',
+    )
 
 
 def check_step(X, y, device_params, devices, lr):
@@ -306,15 +222,9 @@ def check_step(X, y, device_params, devices, lr):
         classes=classes,
         dtype=params[0].dtype if params else torch.float32,
     )
-    if X.shape[0] < len(devices):
-        raise ValueError(
-            f'train_batch: the batch has {X.shape[0]} examples, but '
-            f'{len(devices)} devices need at least {len(devices)} (one '
-            f'per device); a last partial batch of an epoch is the '
-            f'usual cause: choose a batch_size that leaves at least '
-            f'{len(devices)} examples in it, or drop it with '
-            f'DataLoader(..., drop_last=True)'
-        )
+    validation.check_enough_examples(
+        X.shape[0], len(devices), 'DataLoader(..., drop_last=True)'
+    )
     return X, y
 
 
@@ -322,21 +232,15 @@ def check_split(shards, n, devices):
     """Raise unless a ``split=`` function gave one shard per device, on
     that device, covering all ``n`` examples; return the shards."""
     X_shards, y_shards = shards
-    sizes = [x.shape[0] for x in X_shards]
     placed = all(
         same_place(x.device, d) and same_place(t.device, d)
         for x, t, d in zip(X_shards, y_shards, devices)
     )
-    if (
-        len(X_shards) != len(devices)
-        or len(y_shards) != len(devices)
-        or sum(sizes) != n
-        or not placed
-    ):
-        raise ValueError(
-            f'train_batch: split returned X shards of sizes {sizes} on '
-            f'{[x.device for x in X_shards]} for {n} examples on '
-            f'{list(devices)}; it must return (X_shards, y_shards) with '
-            f'shard i on devices[i], sizes adding up to {n}'
-        )
+    validation.check_shard_layout(
+        [x.shape[0] for x in X_shards],
+        [x.device for x in X_shards],
+        n,
+        devices,
+        placed and len(y_shards) == len(devices),
+    )
     return X_shards, y_shards

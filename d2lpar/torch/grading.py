@@ -1,65 +1,73 @@
-"""The homework self-check of an allreduce written in PyTorch.
+"""The homework self-checks of solutions written in PyTorch.
 
-:func:`check_allreduce` runs a student's ``allreduce(data)`` on the same
-battery of cases as :func:`d2lpar.check_allreduce` (k = 1..5 devices;
-arrays smaller than, not divisible by, and a multiple of k; float32 and
-float64) and names the first mistake with the same codes and hints: the
-report, the case runner and the table of mistakes are the grader's own,
-framework-neutral (:mod:`d2lpar.grading.report`,
-:mod:`d2lpar.grading.mistakes`); only making the tensors and reading
-them back is PyTorch's here.
+``from d2lpar import torch as dp`` gives the same ``check_*`` names as
+``import d2lpar as dp``; each runs the student's function on the same
+battery of cases as the MXNet check and names the first mistake with the
+same codes, its hint in PyTorch's terms. The cases, the judgement of
+what came back, the report and the table of mistakes are the grader's
+own, framework-neutral (:mod:`d2lpar.grading.battery`,
+:mod:`d2lpar.grading.report`, :mod:`d2lpar.grading.mistakes`): only
+making the tensors and reading them back is PyTorch's here.
+
+What is graded in PyTorch (:data:`CHECKS`, by the function a solution
+defines): homework 1 (``tree_allreduce``, ``sharded_allreduce``; their
+sums and in-place contract, not the elements each device moves: see
+:func:`check_allreduce`), homework 2 (``ring_schedule``), homework 3's
+``split_batch`` and homework 5 (``average_params``). Homework 3's
+``evaluate_accuracy_sharded``, homework 4 (``train_batch_accumulate``)
+and homework 6 (``train_epoch``) have no PyTorch check yet: their
+``check_*`` here return a report that says so and does not pass.
 """
 
 import sys
 
-import numpy as onp
 import torch
 
-from ..grading.report import call, run_cases, show
+from ..grading import GRADED_BY
+from ..grading.battery import (
+    ASSIGNMENTS,
+    allreduce_cases,
+    allreduce_shape,
+    allreduce_values,
+    average_case,
+    average_cases,
+    batch_values,
+    calls_library,
+    diagnose_sum,
+    misplaced,
+    results_elsewhere,
+    schedule_case,
+    schedule_cases,
+    shaped_checks,
+    shard_problem,
+    split_case,
+    split_cases,
+)
+from ..grading.report import Report, call, run_cases
+from ..splitting import shard_ranges
 from . import collectives
 from .devices import devices as make_devices
 from .devices import same_place
 
-# Tolerances per dtype: float64 results must keep float64's precision,
-# which is how a sum computed in float32 is caught.
-RTOL = {'float32': 1e-5, 'float64': 1e-12}
 DTYPES = {'float32': torch.float32, 'float64': torch.float64}
 
 # The twin's collectives a student's allreduce must not call.
 COLLECTIVES = {'allreduce': collectives.allreduce}
 
-
-def allreduce_cases():
-    """k = 1..5 devices; sizes below, not divisible by, and a multiple of
-    k; float32 and float64; one 2-D shape: the cases of
-    :func:`d2lpar.grading.allreduce.allreduce_cases`, in its order."""
-    cases = []
-    for k in range(1, 6):
-        for shape in [(max(k - 1, 1),), (2 * k + 1,), (3, 2 * k)]:
-            for dtype in ('float32', 'float64'):
-                size = int(onp.prod(shape))
-                cases.append(
-                    {
-                        'k': k,
-                        'shape': shape,
-                        'dtype': dtype,
-                        'what': f'k={k} devices, shape {shape} '
-                        f'({size} element{"s" if size > 1 else ""}), '
-                        f'{dtype}',
-                    }
-                )
-    return cases
+# Why the elements each device moves are not counted here.
+NOT_COUNTED = (
+    'the elements each device moves are not counted in PyTorch: k CPU '
+    'devices are labels of the one CPU, so a copy between two of them '
+    'cannot be seen; the MXNet check (import d2lpar as dp) counts them'
+)
 
 
 def make_inputs(case, seed=0):
-    """One tensor per device, and the NumPy values they started with;
-    float64 values that float32 cannot hold (as MXNet's check)."""
-    rng = onp.random.default_rng(seed + case['k'])
+    """One tensor per device, the devices, and the NumPy values they
+    started with (:func:`d2lpar.grading.battery.allreduce_values`, as
+    the MXNet check)."""
     devs = make_devices(case['k'])
-    values = [rng.integers(1, 9, case['shape']) for _ in devs]
-    if case['dtype'] == 'float64':
-        values = [v + 1e-9 * (i + 1) for i, v in enumerate(values)]
-    values = [onp.asarray(v, dtype=case['dtype']) for v in values]
+    values = allreduce_values(case, seed)
     data = [
         torch.tensor(v, dtype=DTYPES[case['dtype']], device=d)
         for v, d in zip(values, devs)
@@ -71,75 +79,39 @@ def _host(a):
     return a.detach().to('cpu').numpy()
 
 
-def _close(got, want, dtype):
-    return got.shape == want.shape and onp.allclose(
-        got, want, rtol=RTOL[dtype], atol=0
+def _is_tensor(a):
+    return isinstance(a, torch.Tensor)
+
+
+def _device(a):
+    # A shard that is no tensor has no device: say what it is instead.
+    return a.device if _is_tensor(a) else f'no device (a {type(a).__name__})'
+
+
+def _same(a, b):
+    return isinstance(a, torch.device) and same_place(a, b)
+
+
+def diagnose(originals, devs, inputs, case, list_after, returned, mean=False):
+    """Name what is wrong with an allreduce's (or averaging's) effect on
+    tensors, or None if right: :func:`d2lpar.grading.battery.
+    diagnose_sum` on their host values."""
+
+    return diagnose_sum(
+        [_host(a) for a in originals],
+        inputs,
+        case,
+        results_elsewhere(originals, list_after, returned, _is_tensor),
+        misplaced=misplaced(
+            originals,
+            lambda a: a.device,
+            same_place,
+            home=devs.__getitem__,
+            noun='a tensor',
+        ),
+        host=_host,
+        mean=mean,
     )
-
-
-def diagnose_sum(originals, devs, inputs, case, list_after, returned):
-    """Name what is wrong with an allreduce's effect, or None if right
-    (the decisions of :func:`d2lpar.grading.allreduce.diagnose_sum`).
-    """
-    dtype, k = case['dtype'], len(inputs)
-    total = onp.sum(onp.stack(inputs).astype('float64'), axis=0)
-    got = [_host(a) for a in originals]
-    if all(_close(g, total, dtype) for g in got):
-        return None
-    expect = f'expected every array = {show(total)}'
-    elsewhere = [
-        (i, a) for i, a in enumerate(list_after) if a is not originals[i]
-    ]
-    if isinstance(returned, (list, tuple)):
-        elsewhere += list(enumerate(returned))[:k]
-    elif isinstance(returned, torch.Tensor):
-        elsewhere.append((0, returned))
-    elsewhere = [(i, a) for i, a in elsewhere if isinstance(a, torch.Tensor)]
-    for i, a in elsewhere:
-        if not same_place(a.device, devs[i]):
-            return (
-                'changed-device',
-                f'data[{i}] was replaced by a tensor on {a.device}, but '
-                f'the input lived on {devs[i]}',
-            )
-        if a.dtype != originals[i].dtype:
-            return (
-                'changed-dtype',
-                f'data[{i}] was replaced by a {a.dtype} tensor; the '
-                f'input was {originals[i].dtype}',
-            )
-    for i, a in elsewhere:
-        if _close(_host(a), total, dtype):
-            return (
-                'not-in-place',
-                f'{expect}; the result is in a new tensor (data[{i}] '
-                f"rebound or returned), but the caller's data[{i}] still "
-                f'holds {show(got[i])}',
-            )
-    if k > 1 and all(_close(g, v, dtype) for g, v in zip(got, inputs)):
-        return (
-            'did-nothing',
-            f'{expect}; got the inputs back unchanged, e.g. data[1] = '
-            f'{show(got[1])}',
-        )
-    if k > 1 and all(_close(g, total / k, dtype) for g in got):
-        return 'averaged', f'{expect}; got {show(got[0])}'
-    if dtype == 'float64' and all(_close(g, total, 'float32') for g in got):
-        err = max(float(onp.abs(g - total).max()) for g in got)
-        return (
-            'changed-dtype',
-            f'{expect}; got it only to float32 precision (off by up to '
-            f'{err:.2g})',
-        )
-    right = [i for i, g in enumerate(got) if _close(g, total, dtype)]
-    wrong = [i for i in range(k) if i not in right]
-    if right and all(_close(got[i], inputs[i], dtype) for i in wrong):
-        return (
-            'not-broadcast',
-            f'{expect}; devices {right} hold it but data[{wrong[0]}] '
-            f'still holds its input {show(got[wrong[0]])}',
-        )
-    return 'wrong-sum', f'{expect}; got data[0] = {show(got[0])}'
 
 
 class LibraryCalls:
@@ -174,16 +146,12 @@ def _allreduce_case(fn, case):
     name = getattr(fn, '__name__', 'your allreduce')
     with LibraryCalls() as spy:
         returned = call(fn, passed)
-    if spy.calls:
-        return (
-            'calls-library',
-            f"{name} calls d2lpar's {spy.calls[0]} (dp.{spy.calls[0]}) "
-            f'instead of moving and adding the tensors itself',
-        )
-    return diagnose_sum(originals, devs, inputs, case, passed, returned)
+    return calls_library(spy.calls, name) or diagnose(
+        originals, devs, inputs, case, passed, returned
+    )
 
 
-def check_allreduce(fn):
+def check_allreduce(fn, shape=None):
     """Check a student's PyTorch allreduce on k = 1..5 devices.
 
     Taught in :doc:`/book/allreduce`. The twin of
@@ -198,13 +166,17 @@ def check_allreduce(fn):
     ----------
     fn : callable
         The student's ``allreduce(data)``.
+    shape : {None, 'tree', 'sharded'}, optional
+        Accepted for the MXNet check's signature; the sum is checked as
+        without it, and the report says that the elements each device
+        moves were not counted (PyTorch's CPU devices are one device).
 
     Returns
     -------
     d2lpar.grading.report.Report
         ``bool(report)`` is True when every case passed; printing it
-        names the first mistake, with the same codes and hints as the
-        MXNet check.
+        names the first mistake, with the same codes as the MXNet check
+        and hints in PyTorch's terms.
 
     Examples
     --------
@@ -212,4 +184,192 @@ def check_allreduce(fn):
     >>> bool(dp.check_allreduce(dp.allreduce))
     True
     """
-    return run_cases('check_allreduce', fn, allreduce_cases(), _allreduce_case)
+    allreduce_shape(shape)
+    report = run_cases(
+        'check_allreduce', fn, allreduce_cases(), _allreduce_case, 'torch'
+    )
+    if shape is not None:
+        report.note = f'shape={shape!r}: {NOT_COUNTED}'
+    return report
+
+
+check_tree_allreduce, check_sharded_allreduce = shaped_checks(check_allreduce)
+
+
+# ---------------------------------------------------------------- averaging
+
+
+def _make_replicas(values, case):
+    return [
+        [torch.tensor(v, dtype=DTYPES[case['dtype']], device=d) for v in vs]
+        for vs, d in zip(values, make_devices(case['k']))
+    ]
+
+
+def _average_diagnose(originals, inputs, case, list_after):
+    devs = make_devices(case['k'])
+    return diagnose(originals, devs, inputs, case, list_after, None, True)
+
+
+def _average_case(fn, case):
+    return average_case(fn, case, _make_replicas, _average_diagnose)
+
+
+def check_average_params(fn):
+    """Check a student's PyTorch parameter averaging on k = 1..5
+    replicas: the twin of :func:`d2lpar.check_average_params`.
+
+    ``fn(device_params)`` must replace, in place, every replica's
+    parameters by their mean over the replicas: afterwards each
+    ``device_params[i][j]`` (the same tensor, on its device and in its
+    dtype) holds ``sum_i device_params[i][j] / k``. It returns None.
+
+    Returns
+    -------
+    d2lpar.grading.report.Report
+    """
+    return run_cases(
+        'check_average_params', fn, average_cases(), _average_case, 'torch'
+    )
+
+
+# ---------------------------------------------------------------- split_batch
+
+
+def _split_case(fn, case):
+    devs = make_devices(case['k'])
+    values, labels = batch_values(case['n'], case['feature'])
+    X = torch.tensor(values, dtype=DTYPES[case['dtype']])
+    y = torch.tensor(labels, dtype=torch.int64)
+
+    problem = shard_problem(X, devs, _device, _same)
+    return split_case(fn, case, X, y, devs, problem, _host)
+
+
+def check_split_batch(fn):
+    """Check a student's PyTorch split_batch on k = 1..5 devices: the
+    twin of :func:`d2lpar.check_split_batch`.
+
+    ``fn(X, y, devices)`` must behave like
+    :func:`d2lpar.torch.split_batch`: return ``(X_shards, y_shards)``,
+    one contiguous shard per device on that device, every example
+    exactly once and in order, shard sizes differing by at most one, and
+    raise ValueError when there are fewer examples than devices.
+
+    Returns
+    -------
+    d2lpar.grading.report.Report
+
+    Examples
+    --------
+    >>> from d2lpar import torch as dp
+    >>> bool(dp.check_split_batch(dp.split_batch))
+    True
+    """
+    return run_cases(
+        'check_split_batch', fn, split_cases(), _split_case, 'torch'
+    )
+
+
+# ---------------------------------------------------------------- schedules
+
+
+def run_schedule(data, schedule):
+    """Run an allreduce schedule on tensors, one per device, in place:
+    :func:`d2lpar.run_schedule`'s meaning (each :class:`~d2lpar.comm.
+    Transfer` copies a chunk, or the whole array, to another device,
+    which adds it to its own or is overwritten by it; the additions of
+    a step are all received before any is added)."""
+    flats = [a.view(-1) for a in data]
+    n = flats[0].numel()
+    bounds = [slice(a, b) for a, b in shard_ranges(n, len(data))]
+    for step in schedule:
+        received = []
+        for t in step:
+            part = slice(0, n) if t.chunk is None else bounds[t.chunk]
+            if part.start == part.stop:
+                continue  # an empty chunk (fewer elements than devices)
+            sent = flats[t.src][part].to(data[t.dst].device).clone()
+            if t.reduce:
+                received.append((flats[t.dst][part], sent))
+            else:
+                flats[t.dst][part].copy_(sent)
+        for target, buffer in received:
+            target += buffer
+
+
+def _run_schedule(schedule, case):
+    data, devs, inputs = make_inputs(case)
+    originals = list(data)
+    run_schedule(data, schedule)
+    return diagnose(originals, devs, inputs, case, None, None)
+
+
+def _schedule_case(fn, case):
+    return schedule_case(fn, case, _run_schedule)
+
+
+def check_ring_schedule(fn):
+    """Check a student's ring allreduce schedule on k = 1..5 devices,
+    run on PyTorch tensors: the twin of :func:`d2lpar.check_ring_schedule`
+    (a schedule is the same list of :class:`d2lpar.comm.Transfer` in
+    either framework).
+
+    Examples
+    --------
+    >>> from d2lpar import torch as dp
+    >>> from d2lpar.comm.schedules import ring_schedule
+    >>> bool(dp.check_ring_schedule(ring_schedule))
+    True
+    """
+    return run_cases(
+        'check_ring_schedule', fn, schedule_cases(), _schedule_case, 'torch'
+    )
+
+
+# ------------------------------------------------- no PyTorch check yet
+
+
+def _not_graded(check):
+    def not_graded(fn):
+        return Report(
+            check,
+            getattr(fn, '__name__', repr(fn)),
+            0,
+            [],
+            'torch',
+            unsupported=(
+                f'{ASSIGNMENTS[check]} has no PyTorch check yet (PyTorch '
+                f'checks exist for {", ".join(GRADED)}); write it with '
+                f'import d2lpar as dp (MXNet) to have it graded'
+            ),
+        )
+
+    not_graded.__name__ = not_graded.__qualname__ = check
+    not_graded.__doc__ = (
+        f'No PyTorch check of {ASSIGNMENTS[check]} exists yet: returns a '
+        f'report that says so and does not pass.'
+    )
+    return not_graded
+
+
+check_evaluate = _not_graded('check_evaluate')
+check_grad_accumulation = _not_graded('check_grad_accumulation')
+check_train_batch = _not_graded('check_train_batch')
+check_train_epoch = _not_graded('check_train_epoch')
+
+# Function name a solution file defines -> the check that grades it in
+# PyTorch (the MXNet table's names: d2lpar.grading.GRADED_BY).
+CHECKS = {fn: globals()[check] for fn, check in GRADED_BY.items()}
+NOT_GRADED = (
+    'check_evaluate',
+    'check_grad_accumulation',
+    'check_train_batch',
+    'check_train_epoch',
+)
+# The functions a PyTorch solution has graded.
+GRADED = [fn for fn, check in GRADED_BY.items() if check not in NOT_GRADED]
+
+# What ``from d2lpar import torch as dp`` exports of this module: the
+# self-checks, by the names of the MXNet ones.
+__all__ = list(ASSIGNMENTS)

@@ -1,0 +1,536 @@
+"""The grader's cases and judgements, framework-neutral.
+
+What a check tries (the cases, the values in them) and how it names a
+mistake from what came back are the same whatever framework the student
+wrote in: they live here, on host NumPy values, and import neither
+MXNet nor PyTorch. A framework's check (:mod:`d2lpar.grading.allreduce`
+for MXNet, :mod:`d2lpar.torch.grading` for PyTorch) makes the arrays,
+calls the student, reads the results back to the host and asks these
+functions what went wrong, passing in the few judgements that need its
+own types (is this array on the right device?).
+"""
+
+import numpy as onp
+
+from ..comm.schedules import Transfer, traffic
+from .report import StudentError, call, show
+
+# Tolerances per dtype: float64 results must keep float64's precision,
+# which is how a sum computed in float32 is caught.
+RTOL = {'float32': 1e-5, 'float64': 1e-12}
+
+AVERAGE_SHAPES = [(3, 2), (4,), (1,)]  # 1 element: fewer than most k
+
+# The assignments (homework/NN-*.md), by the check that grades them.
+ASSIGNMENTS = {
+    'check_allreduce': 'homework 1 (01-allreduce: tree and sharded allreduce)',
+    'check_tree_allreduce': 'homework 1 (01-allreduce: tree_allreduce)',
+    'check_sharded_allreduce': 'homework 1 (01-allreduce: sharded_allreduce)',
+    'check_ring_schedule': 'homework 2 (02-ring-schedule)',
+    'check_split_batch': 'homework 3 (03-split-batch: split_batch)',
+    'check_evaluate': 'homework 3 (03-split-batch: evaluate_accuracy_sharded)',
+    'check_grad_accumulation': 'homework 4 (04-grad-accumulation)',
+    'check_train_batch': 'the train_batch of the book (no homework)',
+    'check_average_params': 'homework 5 (05-averaging)',
+    'check_train_epoch': 'homework 6 (06-overlap)',
+}
+
+
+def close(got, want, dtype):
+    """Same shape and equal to ``dtype``'s tolerance (:data:`RTOL`)."""
+    return got.shape == want.shape and onp.allclose(
+        got, want, rtol=RTOL[dtype], atol=0
+    )
+
+
+def allreduce_cases():
+    """k = 1..5 devices; sizes below, not divisible by, and a multiple of
+    k; float32 and float64; one 2-D shape."""
+    cases = []
+    for k in range(1, 6):
+        for shape in [(max(k - 1, 1),), (2 * k + 1,), (3, 2 * k)]:
+            for dtype in ('float32', 'float64'):
+                size = int(onp.prod(shape))
+                cases.append(
+                    {
+                        'k': k,
+                        'shape': shape,
+                        'dtype': dtype,
+                        'what': f'k={k} devices, shape {shape} '
+                        f'({size} element'
+                        f'{"s" if size > 1 else ""}), '
+                        f'{dtype}',
+                    }
+                )
+    return cases
+
+
+def allreduce_values(case, seed=0):
+    """The values of a case's arrays, one per device: small whole
+    numbers, plus (float64) offsets that float32 cannot hold."""
+    rng = onp.random.default_rng(seed + case['k'])
+    values = [rng.integers(1, 9, case['shape']) for _ in range(case['k'])]
+    if case['dtype'] == 'float64':
+        # 1e-9 is below float32's resolution at these magnitudes.
+        values = [v + 1e-9 * (i + 1) for i, v in enumerate(values)]
+    return [onp.asarray(v, dtype=case['dtype']) for v in values]
+
+
+def diagnose_sum(
+    got, inputs, case, elsewhere=(), misplaced=None, host=None, mean=False
+):
+    """Name what is wrong with an allreduce's effect, or None if right.
+
+    Parameters
+    ----------
+    got : list of numpy.ndarray
+        The caller's arrays' values after the call (read to the host).
+    inputs : list of numpy.ndarray
+        Their values before the call.
+    case : dict
+        Needs ``'dtype'``.
+    elsewhere : list of (int, array)
+        Arrays of the framework that hold a result somewhere else than
+        the caller's array ``i``: a rebound ``data[i]``, what was returned.
+    misplaced : callable, optional
+        ``misplaced(i, a)``: a ``changed-device``/``changed-dtype``
+        finding when ``a`` cannot stand for the caller's array ``i``,
+        else None (the framework's own test of devices and dtypes).
+    host : callable, optional
+        ``host(a)``: an array of the framework as a NumPy array.
+    mean : bool, optional
+        The mean is wanted (parameter averaging), not the sum.
+
+    Returns
+    -------
+    tuple of (str, str) or None
+        The mistake code and what was expected and got.
+    """
+    dtype, k = case['dtype'], len(inputs)
+    total = onp.sum(onp.stack(inputs).astype('float64'), axis=0)
+    want, other = (total / k, total) if mean else (total, total / k)
+    if all(close(g, want, dtype) for g in got):
+        return None
+    expect = f'expected every array = {show(want)}'
+    for i, a in elsewhere:
+        found = misplaced(i, a)
+        if found:
+            return found
+    for i, a in elsewhere:
+        if close(host(a), want, dtype):
+            return (
+                'not-in-place',
+                f'{expect}; the result is in a new array '
+                f"(data[{i}] rebound or returned), but the caller's "
+                f'data[{i}] still holds {show(got[i])}',
+            )
+    if k > 1 and all(close(g, v, dtype) for g, v in zip(got, inputs)):
+        return (
+            'did-nothing',
+            f'{expect}; got the inputs back unchanged, '
+            f'e.g. data[1] = {show(got[1])}',
+        )
+    if k > 1 and all(close(g, other, dtype) for g in got):
+        return (
+            'summed' if mean else 'averaged',
+            f'{expect}; got {show(got[0])}',
+        )
+    if dtype == 'float64' and all(close(g, want, 'float32') for g in got):
+        err = max(float(onp.abs(g - want).max()) for g in got)
+        return (
+            'changed-dtype',
+            f'{expect}; got it only to float32 '
+            f'precision (off by up to {err:.2g})',
+        )
+    right = [i for i, g in enumerate(got) if close(g, want, dtype)]
+    wrong = [i for i in range(k) if i not in right]
+    if right and all(close(got[i], inputs[i], dtype) for i in wrong):
+        return (
+            'not-broadcast',
+            f'{expect}; devices {right} hold it but '
+            f'data[{wrong[0]}] still holds its input '
+            f'{show(got[wrong[0]])}',
+        )
+    return (
+        'wrong-mean' if mean else 'wrong-sum',
+        f'{expect}; got data[0] = {show(got[0])}',
+    )
+
+
+def results_elsewhere(originals, list_after, returned, is_array):
+    """``(i, a)`` for every array that holds a result outside the
+    caller's arrays: a slot of the list rebound, or what came back."""
+    k = len(originals)
+    found = []
+    if list_after is not None:
+        found += [
+            (i, a) for i, a in enumerate(list_after) if a is not originals[i]
+        ]
+    if isinstance(returned, (list, tuple)):
+        found += list(enumerate(returned))[:k]
+    elif is_array(returned):  # the sum returned, not written
+        found.append((0, returned))
+    return [(i, a) for i, a in found if is_array(a)]
+
+
+def misplaced(originals, place, same, home=None, noun='array'):
+    """The ``misplaced(i, a)`` that :func:`diagnose_sum` takes:
+    ``place(a)`` is where array ``a`` lives, ``same(p, q)`` whether two
+    places share memory, ``home(i)`` where the caller's array ``i``
+    lives (default ``place(originals[i])``); ``noun`` names the
+    framework's arrays in the message."""
+    home = home or (lambda i: place(originals[i]))
+
+    def finding(i, a):
+        if not same(place(a), home(i)):
+            return (
+                'changed-device',
+                f'data[{i}] was replaced by {noun} on {place(a)}, but '
+                f'the input lived on {home(i)}',
+            )
+        if a.dtype != originals[i].dtype:
+            return (
+                'changed-dtype',
+                f'data[{i}] was replaced by a {a.dtype} {noun.split()[-1]}'
+                f'; the input was {originals[i].dtype}',
+            )
+        return None
+
+    return finding
+
+
+def allreduce_shape(shape):
+    """Refuse a ``shape=`` the allreduce checks do not know."""
+    if shape not in (None, 'tree', 'sharded'):
+        raise ValueError(
+            f"check_allreduce: shape is {shape!r}; pass 'tree', "
+            f"'sharded' or None"
+        )
+
+
+def shaped_checks(check_allreduce):
+    """``check_tree_allreduce`` and ``check_sharded_allreduce``: a
+    framework's ``check_allreduce`` with ``shape='tree'`` and
+    ``shape='sharded'`` (the grader's checks of ``tree_allreduce`` and
+    ``sharded_allreduce``)."""
+
+    def made(shape):
+        def check(fn):
+            return check_allreduce(fn, shape=shape)
+
+        check.__name__ = check.__qualname__ = f'check_{shape}_allreduce'
+        check.__module__ = check_allreduce.__module__
+        check.__doc__ = (
+            f':func:`check_allreduce` with ``shape={shape!r}`` (the '
+            f"grader's check of ``{shape}_allreduce``)."
+        )
+        return check
+
+    return made('tree'), made('sharded')
+
+
+def calls_library(calls, algorithm):
+    """A ``calls-library`` finding if the student's code called one of
+    the library's collectives (``calls``, their names), else None."""
+    if not calls:
+        return None
+    name = calls[0]
+    return (
+        'calls-library',
+        f"{algorithm} calls d2lpar's {name} (dp.{name}) instead of "
+        f'moving and adding the arrays itself',
+    )
+
+
+# ---------------------------------------------------------------- averaging
+
+
+def average_cases():
+    """k = 1..5, three parameters (one smaller than k), both dtypes."""
+    return [
+        {
+            'k': k,
+            'dtype': dtype,
+            'what': f'k={k} replicas of '
+            f'{len(AVERAGE_SHAPES)} {dtype} parameters, shapes '
+            f'{AVERAGE_SHAPES}',
+        }
+        for k in range(1, 6)
+        for dtype in ('float32', 'float64')
+    ]
+
+
+def average_values(case):
+    """``values[i][j]``: parameter ``j`` of replica ``i`` before the call."""
+    rng = onp.random.default_rng(case['k'])
+    values = [
+        [rng.integers(1, 9, s).astype(case['dtype']) for s in AVERAGE_SHAPES]
+        for _ in range(case['k'])
+    ]
+    if case['dtype'] == 'float64':
+        values = [
+            [v + 1e-9 * (i + 1) for v in vs] for i, vs in enumerate(values)
+        ]
+    return values
+
+
+def average_case(fn, case, make, diagnose):
+    """Run ``fn(device_params)`` on a case; name the first parameter whose
+    replicas do not hold the mean.
+
+    ``make(values, case)`` builds ``device_params`` (the framework's
+    arrays, replica ``i`` on device ``i``); ``diagnose(originals, inputs,
+    case, list_after)`` is the framework's :func:`diagnose_sum` with
+    ``mean=True``.
+    """
+    values = average_values(case)
+    device_params = make(values, case)
+    objects = [list(p) for p in device_params]
+    call(fn, device_params)
+    for j in range(len(AVERAGE_SHAPES)):
+        found = diagnose(
+            [o[j] for o in objects],
+            [v[j] for v in values],
+            case,
+            [p[j] for p in device_params],
+        )
+        if found:
+            code, text = found
+            return code, f'parameter {j}: {text}'
+    return None
+
+
+# ---------------------------------------------------------------- split_batch
+
+
+def split_cases():
+    """k = 1..5; n = k, 2k+1 and 11 examples (k=5: 11 = 2*5+1 and one
+    more); 2-D and 4-D features; float32 and float64; n < k last."""
+    cases = []
+    for k in range(1, 6):
+        for n in sorted({k, 2 * k + 1, 11}):
+            for dtype, feature in (('float32', (3,)), ('float64', (1, 2, 2))):
+                cases.append(
+                    {
+                        'k': k,
+                        'n': n,
+                        'dtype': dtype,
+                        'feature': feature,
+                        'what': f'k={k} devices, {n} examples of '
+                        f'shape {feature}, {dtype}',
+                    }
+                )
+    for k in (2, 4):
+        cases.append(
+            {
+                'k': k,
+                'n': k - 1,
+                'dtype': 'float32',
+                'feature': (3,),
+                'what': f'k={k} devices, only '
+                f'{k - 1} examples (must raise ValueError)',
+            }
+        )
+    return cases
+
+
+def batch_values(n, feature):
+    """Example i has i in its first feature and label 100 + i (NumPy
+    float64 features, int labels)."""
+    X = onp.random.default_rng(n).random((n,) + feature)
+    X.reshape(n, -1)[:, 0] = onp.arange(n)
+    return X, 100 + onp.arange(n)
+
+
+def example_ids(features):
+    """The example numbers in a shard's features (host values)."""
+    features = onp.asarray(features)
+    return [int(round(v)) for v in features.reshape(len(features), -1)[:, 0]]
+
+
+def split_case(fn, case, X, y, devs, shard_problem, host):
+    """Run ``fn(X, y, devs)`` on a case; name the first mistake.
+
+    ``shard_problem(i, xs, ys)`` is the framework's test of shard ``i``
+    (its device, dtype and feature shape): a finding or None; ``host(a)``
+    reads an array of the framework into NumPy.
+    """
+    k, n = case['k'], case['n']
+    if n < k:
+        try:
+            out = call(fn, X, y, devs)
+        except StudentError as e:
+            if isinstance(e.error, ValueError):
+                return None
+            raise
+        if out is None:
+            return (
+                'bad-return',
+                'expected (X_shards, y_shards) or a ValueError; got None',
+            )
+        return (
+            'accepted-bad-input',
+            f'expected ValueError for {n} '
+            f'examples on {k} devices; got shards instead',
+        )
+    out = call(fn, X, y, devs)
+    if out is None:
+        return ('bad-return', 'expected (X_shards, y_shards); got None')
+    if not (
+        isinstance(out, (tuple, list))
+        and len(out) == 2
+        and all(isinstance(s, (list, tuple)) and len(s) == k for s in out)
+    ):
+        return (
+            'bad-return',
+            f'expected two lists of {k} arrays, got '
+            f'{type(out).__name__} {out!r:.200}',
+        )
+    X_shards, y_shards = out
+    for i, (xs, ys) in enumerate(zip(X_shards, y_shards)):
+        found = shard_problem(i, xs, ys)
+        if found:
+            return found
+    ids = [example_ids(host(xs)) for xs in X_shards]
+    labels = [[int(v) - 100 for v in host(ys)] for ys in y_shards]
+    return diagnose_shards(ids, labels, n, k)
+
+
+def shard_problem(X, devs, place, same):
+    """The ``shard_problem(i, xs, ys)`` that :func:`split_case` takes: a
+    ``wrong-device`` or ``changed-dtype`` finding for shard ``i``, else
+    None (``place(a)``: where ``a`` lives; ``same(p, q)``: whether two
+    places share memory)."""
+
+    def problem(i, xs, ys):
+        if not (same(place(xs), devs[i]) and same(place(ys), devs[i])):
+            return (
+                'wrong-device',
+                f'shard {i} should live on {devs[i]}; '
+                f'X on {place(xs)}, y on {place(ys)}',
+            )
+        if xs.dtype != X.dtype or tuple(xs.shape[1:]) != tuple(X.shape[1:]):
+            return (
+                'changed-dtype',
+                f'shard {i}: expected {X.dtype} examples of shape '
+                f'{tuple(X.shape[1:])}, got {xs.dtype} '
+                f'{tuple(xs.shape[1:])}',
+            )
+        return None
+
+    return problem
+
+
+def diagnose_shards(ids, labels, n, k):
+    """Name what is wrong with shards holding examples ``ids[i]`` with
+    labels of examples ``labels[i]``, or None if right."""
+    for i, (xs, ys) in enumerate(zip(ids, labels)):
+        if ys != xs:
+            return (
+                'labels-mismatched',
+                f'shard {i} holds examples {xs} but the labels of {ys}',
+            )
+    flat = [i for shard in ids for i in shard]
+    missing = sorted(set(range(n)) - set(flat))
+    if missing:
+        return (
+            'dropped-examples',
+            f'expected examples 0..{n - 1}; '
+            f'examples {missing} are on no device (shards {ids})',
+        )
+    if len(flat) > n:
+        return (
+            'duplicated-examples',
+            f'expected {n} examples in all, got {len(flat)}: {ids}',
+        )
+    if flat != list(range(n)):
+        return ('reordered', f'expected 0..{n - 1} in order, got {ids}')
+    sizes = [len(s) for s in ids]
+    if max(sizes) - min(sizes) > 1:
+        return (
+            'unbalanced',
+            f'shard sizes {sizes} for {n} examples on '
+            f'{k} devices; sizes may differ by at most one',
+        )
+    return None
+
+
+# ---------------------------------------------------------------- schedules
+
+
+def schedule_cases():
+    """k = 1..5; arrays of k*6 elements (traffic checked exactly), and
+    of sizes below and not divisible by k (sums checked)."""
+    cases = []
+    for k in range(1, 6):
+        for n in (6 * k, 2 * k + 1, max(k - 1, 1)):
+            for dtype in ('float32', 'float64'):
+                cases.append(
+                    {
+                        'k': k,
+                        'shape': (n,),
+                        'dtype': dtype,
+                        'what': f'k={k} devices, {n} {dtype} elements',
+                    }
+                )
+    return cases
+
+
+def schedule_structure(schedule, k):
+    """A message when ``schedule`` is not a list of lists of Transfer."""
+    if not isinstance(schedule, (list, tuple)):
+        return f'returned {type(schedule).__name__}, not a list of steps'
+    for s, step in enumerate(schedule):
+        if not isinstance(step, (list, tuple)):
+            return f'step {s} is a {type(step).__name__}, not a list'
+        for t in step:
+            if not isinstance(t, Transfer):
+                return f'step {s} holds {t!r}, not a Transfer'
+            if not (0 <= t.src < k and 0 <= t.dst < k and t.src != t.dst):
+                return f'step {s}: {t} names a device outside range({k})'
+            if t.chunk is not None and not 0 <= t.chunk < k:
+                return f'step {s}: {t} names a chunk outside range({k})'
+    return None
+
+
+def schedule_case(fn, case, run):
+    """Check ``fn(k)``'s schedule on a case: its form, that it is a ring,
+    its sum (``run(schedule, case)`` runs it on the framework's arrays
+    and returns :func:`diagnose_sum`'s finding), its traffic and steps.
+    """
+    k, n = case['k'], case['shape'][0]
+    schedule = call(fn, k)
+    if schedule is None:
+        return ('bad-return', 'expected a list of steps; got None')
+    problem = schedule_structure(schedule, k)
+    if problem:
+        return ('not-a-schedule', problem)
+    for s, step in enumerate(schedule):
+        for t in step:
+            if t.dst != (t.src + 1) % k:
+                return (
+                    'not-a-ring',
+                    f'step {s}: {t} sends from '
+                    f'{t.src} to {t.dst}, not to {(t.src + 1) % k}',
+                )
+    found = run(schedule, case)
+    if found:
+        return found
+    if n % k == 0:
+        itemsize = onp.dtype(case['dtype']).itemsize
+        bound = 2 * (k - 1) * n * itemsize // k
+        sent, received = traffic(schedule, k, n, itemsize)
+        if max(sent + received) > bound:
+            return (
+                'too-much-traffic',
+                f'expected at most 2 (k-1) N / k = {bound // itemsize} '
+                f'of the N = {n} elements ({bound} bytes) per device; '
+                f'bytes sent {sent}, received {received}',
+            )
+    steps = [step for step in schedule if step]  # empty steps cost 0
+    if len(steps) > 2 * (k - 1):
+        return (
+            'too-many-steps',
+            f'expected {2 * (k - 1)} steps, got {len(steps)}',
+        )
+    return None
