@@ -1,4 +1,5 @@
-"""The epoch loop every trainer shares, and what it records.
+"""The epoch loop every trainer shares, what it records, and the numbers
+every ``train`` checks first (:func:`check_train_arguments`).
 
 :func:`run_epochs` is written once: :func:`d2lpar.train` (from scratch)
 and :func:`d2lpar.train_concise` (Gluon) call it with their own step, and
@@ -11,6 +12,7 @@ a live plot only where a display exists.
 import dataclasses
 
 from . import _d2l as d2l  # not d2l: it pins numpy 1.23.5 (_d2l.py)
+from .validation import check_positive
 
 
 @dataclasses.dataclass
@@ -80,6 +82,35 @@ class TrainResult:
             f'{self.train_loss[-1]:.3f}, train acc '
             f'{self.train_acc[-1]:.3f}, {self.epoch_seconds[-1]:.1f} sec'
         )
+
+
+def check_train_arguments(
+    num_gpus, batch_size, num_epochs, lr, init_scale, accumulate=1,
+    where='train',
+):  # fmt: skip
+    """Refuse what ``train`` cannot use, in either framework.
+
+    :func:`d2lpar.train` and :func:`d2lpar.torch.train` check their
+    numbers here before anything runs.
+
+    Raises
+    ------
+    TypeError
+        If ``num_gpus``, ``batch_size``, ``num_epochs`` or
+        ``accumulate`` is not an int, or ``lr`` or ``init_scale`` not a
+        number.
+    ValueError
+        If any of them is zero or negative.
+    """
+    for name, value in (
+        ('num_gpus', num_gpus),
+        ('batch_size', batch_size),
+        ('num_epochs', num_epochs),
+        ('accumulate', accumulate),
+    ):
+        check_positive(name, value, where, integer=True)
+    check_positive('lr', lr, where)
+    check_positive('init_scale', init_scale, where)
 
 
 def in_notebook():

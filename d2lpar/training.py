@@ -12,7 +12,6 @@ from mxnet import Context, autograd, gluon
 from . import _d2l as d2l  # not d2l: it pins numpy 1.23.5 (_d2l.py)
 from .checks import (
     check_devices,
-    check_positive,
     check_returned_none,
     check_split,
     check_step,
@@ -21,7 +20,7 @@ from .collectives import allreduce
 from .comm.buckets import bucketed_allreduce
 from .data import load_fashion_mnist
 from .devices import devices as default_devices
-from .epochs import TrainResult, run_epochs
+from .epochs import TrainResult, check_train_arguments, run_epochs
 from .evaluation import evaluate_accuracy
 from .model import init_lenet_params, lenet
 from .parameters import get_params
@@ -420,15 +419,9 @@ def train(
     >>> result = dp.train(num_gpus=2, num_epochs=1, plot=False)
     >>> result.train_loss, result.test_acc  # doctest: +SKIP
     """
-    for name, value in (
-        ('num_gpus', num_gpus),
-        ('batch_size', batch_size),
-        ('num_epochs', num_epochs),
-        ('accumulate', accumulate),
-    ):
-        check_positive(name, value, 'train', integer=True)
-    check_positive('lr', lr, 'train')
-    check_positive('init_scale', init_scale, 'train')
+    check_train_arguments(
+        num_gpus, batch_size, num_epochs, lr, init_scale, accumulate
+    )
     if devices is None:
         devices = default_devices(num_gpus)
     check_devices(devices, 'train')

@@ -114,3 +114,26 @@ def test_negative_start_epoch_is_refused():
             where='my_trainer',
             start_epoch=-1,
         )
+
+
+@pytest.mark.parametrize(
+    'kwargs, error, message',
+    [
+        (dict(lr=0), ValueError, 'train: lr must be positive, got 0'),
+        (dict(init_scale=-0.1), ValueError, 'init_scale must be positive'),
+        (dict(num_gpus=1.5), TypeError, 'num_gpus must be an int'),
+        (dict(num_epochs=True), TypeError, 'num_epochs must be an int'),
+        (dict(accumulate=0), ValueError, 'accumulate must be positive'),
+        (dict(batch_size='8'), TypeError, 'batch_size must be an int'),
+    ],
+)
+def test_train_arguments_are_checked_once_for_both_frameworks(
+    kwargs, error, message
+):
+    """The numbers both frameworks' train() refuse, each named."""
+    from d2lpar.epochs import check_train_arguments
+
+    good = dict(num_gpus=2, batch_size=8, num_epochs=1, lr=0.1, init_scale=0.1)
+    check_train_arguments(**good)  # nothing to refuse
+    with pytest.raises(error, match=message):
+        check_train_arguments(**{**good, **kwargs})

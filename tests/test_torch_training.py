@@ -388,6 +388,25 @@ def test_missing_data_names_every_place(fashion, tmp_path):
         assert place in str(e.value)
 
 
+@pytest.mark.parametrize(
+    'kwargs, error, message',
+    [
+        (dict(lr=0), ValueError, 'lr must be positive'),
+        (dict(batch_size=0), ValueError, 'batch_size must be positive'),
+        (dict(num_epochs=0), ValueError, 'num_epochs must be positive'),
+        (dict(num_gpus=0), ValueError, 'num_gpus must be positive'),
+        (dict(init_scale=0), ValueError, 'init_scale must be positive'),
+        (dict(num_gpus=1.5), TypeError, 'num_gpus must be an int'),
+        (dict(devices=[]), ValueError, 'device list is empty'),
+    ],
+)
+def test_train_bad_input(kwargs, error, message):
+    """train() refuses bad arguments before loading any data, as
+    MXNet's does (the same checks: d2lpar.epochs.check_train_arguments)."""
+    with pytest.raises(error, match=message):
+        tdp.train(data=([], []), plot=False, **kwargs)
+
+
 def test_train_records_every_epoch_and_evaluates(fashion, capsys):
     root, _ = fashion
     data = tdp.load_fashion_mnist(8, root, seed=0)

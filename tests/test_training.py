@@ -289,6 +289,7 @@ def test_plot_in_a_script_prints_nothing(tmp_path):
         (dict(num_epochs=0), 'num_epochs must be positive'),
         (dict(num_gpus=0), 'num_gpus must be positive'),
         (dict(accumulate=0), 'accumulate must be positive'),
+        (dict(init_scale=0), 'init_scale must be positive'),
         (dict(devices=[]), 'device list is empty'),
     ],
 )

@@ -7,10 +7,9 @@ The epoch loop is the library's own, framework-neutral
 import torch
 import torch.nn.functional as F
 
-from ..epochs import TrainResult, run_epochs
+from ..epochs import TrainResult, check_train_arguments, run_epochs
 from .checks import (
     check_devices,
-    check_positive,
     check_returned_none,
     check_split,
     check_step,
@@ -218,14 +217,7 @@ def train(
         ``num_epochs``, or a bad device list; see also
         :func:`train_batch`.
     """
-    for name, value in (
-        ('num_gpus', num_gpus),
-        ('batch_size', batch_size),
-        ('num_epochs', num_epochs),
-    ):
-        check_positive(name, value, 'train', integer=True)
-    check_positive('lr', lr, 'train')
-    check_positive('init_scale', init_scale, 'train')
+    check_train_arguments(num_gpus, batch_size, num_epochs, lr, init_scale)
     if devices is None:
         devices = default_devices(num_gpus)
     check_devices(devices, 'train')
