@@ -237,6 +237,34 @@ def ring_whole_arrays(k):
     return steps
 
 
+def evaluate_accuracy_sharded(device_params, data_iter, devices):
+    correct = examples = 0
+    for X, y in data_iter:
+        X_shards, y_shards = tdp.split_batch(X, y, devices)
+        for params, Xs, ys in zip(device_params, X_shards, y_shards):
+            correct += (tdp.lenet(Xs, params).argmax(dim=1) == ys).sum().item()
+        examples += X.shape[0]
+    return correct / examples
+
+
+def evaluate_averaging_batches(device_params, data_iter, devices):
+    accuracies = []
+    for X, y in data_iter:
+        batch = evaluate_accuracy_sharded(device_params, [(X, y)], devices)
+        accuracies.append(batch)
+    return sum(accuracies) / len(accuracies)
+
+
+def evaluate_first_shard(device_params, data_iter, devices):
+    correct = examples = 0
+    for X, y in data_iter:
+        X_shards, y_shards = tdp.split_batch(X, y, devices)
+        logits = tdp.lenet(X_shards[0], device_params[0])
+        correct += (logits.argmax(dim=1) == y_shards[0]).sum().item()
+        examples += X_shards[0].shape[0]
+    return correct / examples
+
+
 PYTORCH_MISTAKEN = [
     (tdp.check_average_params, average_summed, 'summed'),
     (tdp.check_average_params, average_rebinds, 'not-in-place'),
@@ -244,6 +272,8 @@ PYTORCH_MISTAKEN = [
     (tdp.check_split_batch, split_mismatched_labels, 'labels-mismatched'),
     (tdp.check_ring_schedule, ring_backwards, 'not-a-ring'),
     (tdp.check_ring_schedule, ring_whole_arrays, 'too-much-traffic'),
+    (tdp.check_evaluate, evaluate_averaging_batches, 'averaged-batches'),
+    (tdp.check_evaluate, evaluate_first_shard, 'first-shard-only'),
 ]
 
 
@@ -254,6 +284,7 @@ PYTORCH_MISTAKEN = [
         (tdp.check_split_batch, split_batch),
         (tdp.check_split_batch, tdp.split_batch),
         (tdp.check_ring_schedule, ring),
+        (tdp.check_evaluate, evaluate_accuracy_sharded),
     ],
 )
 def test_a_correct_pytorch_solution_passes(check, fn):
@@ -303,7 +334,7 @@ def test_the_shape_of_a_tree_is_not_claimed_checked():
     [
         (tdp.check_grad_accumulation, 'homework 4'),
         (tdp.check_train_epoch, 'homework 6'),
-        (tdp.check_evaluate, 'homework 3'),
+        (tdp.check_train_batch, 'the train_batch of the book'),
     ],
 )
 def test_an_assignment_without_a_pytorch_check_says_so(check, homework):
@@ -344,11 +375,7 @@ def test_the_homework_page_says_which_assignments_lack_a_pytorch_check():
     homework = sorted(
         int(ASSIGNMENTS[c].split()[1])
         for c in NOT_GRADED
-        if c not in ('check_evaluate', 'check_train_batch')
+        if c != 'check_train_batch'  # no assignment
     )
     names = ' and '.join(str(n) for n in homework)
-    assert 'check_evaluate' in NOT_GRADED
-    assert (
-        f'assignments {names} and `evaluate_accuracy_sharded` have no '
-        f'PyTorch check yet' in text
-    )
+    assert f'assignments {names} have no PyTorch check yet' in text

@@ -13,6 +13,7 @@ own types (is this array on the right device?).
 import numpy as onp
 
 from ..comm.schedules import Transfer, traffic
+from ..splitting import shard_sizes
 from .report import StudentError, call, show
 
 # Tolerances per dtype: float64 results must keep float64's precision,
@@ -453,6 +454,98 @@ def diagnose_shards(ids, labels, n, k):
             f'{k} devices; sizes may differ by at most one',
         )
     return None
+
+
+# ---------------------------------------------------------------- evaluation
+
+
+def evaluate_cases():
+    """k = 1..5; equal batches for k=1, then uneven batches (2k+1 and
+    k+2 examples) whose shards differ in size."""
+    cases = [
+        {
+            'k': 1,
+            'batches': (6, 6),
+            'what': 'k=1 device, batches of 6 and 6 examples',
+        }
+    ]
+    for k in range(2, 6):
+        batches = (2 * k + 1, k + 2)
+        cases.append(
+            {
+                'k': k,
+                'batches': batches,
+                'what': f'k={k} devices, '
+                f'batches of {batches[0]} and {batches[1]} '
+                f'examples',
+            }
+        )
+    return cases
+
+
+def evaluate_data(case, predict):
+    """Images and labels with a known pattern of correct predictions.
+
+    ``predict(X)`` is the framework's reference LeNet's class for every
+    image of the NumPy float32 batch ``X``. Returns the batches as NumPy
+    ``(X, y)`` pairs and, per batch, a 0/1 vector of which examples the
+    reference classifies correctly: all of the first batch's first
+    shard, then every third example.
+    """
+    rng = onp.random.default_rng(case['k'])
+    batches, right = [], []
+    for b, n in enumerate(case['batches']):
+        X = rng.random((n, 1, 28, 28)).astype('float32')
+        pred = onp.asarray(predict(X)).astype('int64')
+        ok = (onp.arange(n) % 3 == 0).astype(int)
+        if b == 0:
+            ok[: shard_sizes(n, case['k'])[0]] = 1
+        batches.append((X, onp.where(ok == 1, pred, (pred + 1) % 10)))
+        right.append(ok)
+    return batches, right
+
+
+def alternatives(right, k):
+    """The accuracy, and what the usual mistakes compute instead."""
+    shards = [
+        onp.split(r, onp.cumsum(shard_sizes(len(r), k))[:-1]) for r in right
+    ]
+    every = onp.concatenate(right)
+    return {
+        None: every.mean(),
+        'averaged-shards': onp.mean([s.mean() for b in shards for s in b]),
+        'averaged-batches': onp.mean([r.mean() for r in right]),
+        'first-shard-only': (
+            sum(b[0].sum() for b in shards) / sum(len(b[0]) for b in shards)
+        ),
+    }
+
+
+def judge_accuracy(got, right, case):
+    """Name what is wrong with the accuracy ``got`` (what the student
+    returned) for examples classified right as ``right`` says, or None."""
+    if got is None:
+        return ('bad-return', 'expected the accuracy as a float; got None')
+    try:
+        got = float(got)
+    except (TypeError, ValueError):
+        return (
+            'bad-return',
+            f'expected the accuracy as a float; got {got!r:.100}',
+        )
+    options = alternatives(right, case['k'])
+    want = options.pop(None)
+    if abs(got - want) < 1e-6:
+        return None
+    text = (
+        f'expected accuracy {want:.6f} '
+        f'({int(sum(r.sum() for r in right))} correct of '
+        f'{sum(case["batches"])}); got {got:.6f}'
+    )
+    for code, value in options.items():
+        if abs(got - value) < 1e-6:
+            return code, text
+    return 'wrong-accuracy', text
 
 
 # ---------------------------------------------------------------- schedules

@@ -214,8 +214,8 @@ def grade_isolated(path, timeout=TIMEOUT):
     -------
     dict
         :func:`grade_file`'s keys with reports as plain data, plus
-        ``'verdict'`` (``passed``, ``failed``, ``timeout`` or
-        ``crashed``), ``'seconds'`` (in all), ``'startup'`` (of them,
+        ``'verdict'`` (``passed``, ``failed``, ``ungraded``: a function
+        with no check in its framework, ``timeout`` or ``crashed``), ``'seconds'`` (in all), ``'startup'`` (of them,
         importing the library) and ``'output'`` (what the
         submission printed, stdout then stderr, at most
         :data:`OUTPUT_LIMIT` characters).

@@ -12,11 +12,12 @@ making the tensors and reading them back is PyTorch's here.
 What is graded in PyTorch (:data:`CHECKS`, by the function a solution
 defines): homework 1 (``tree_allreduce``, ``sharded_allreduce``; their
 sums and in-place contract, not the elements each device moves: see
-:func:`check_allreduce`), homework 2 (``ring_schedule``), homework 3's
-``split_batch`` and homework 5 (``average_params``). Homework 3's
-``evaluate_accuracy_sharded``, homework 4 (``train_batch_accumulate``)
-and homework 6 (``train_epoch``) have no PyTorch check yet: their
-``check_*`` here return a report that says so and does not pass.
+:func:`check_allreduce`), homework 2 (``ring_schedule``), homework 3
+(``split_batch``, ``evaluate_accuracy_sharded``) and homework 5
+(``average_params``). Homework 4 (``train_batch_accumulate``), homework
+6 (``train_epoch``) and the book's ``train_batch`` have no PyTorch check
+yet: their ``check_*`` here return a report that says so and does not
+pass.
 """
 
 import sys
@@ -34,6 +35,9 @@ from ..grading.battery import (
     batch_values,
     calls_library,
     diagnose_sum,
+    evaluate_cases,
+    evaluate_data,
+    judge_accuracy,
     misplaced,
     results_elsewhere,
     schedule_case,
@@ -48,6 +52,7 @@ from ..splitting import shard_ranges
 from . import collectives
 from .devices import devices as make_devices
 from .devices import same_place
+from .model import get_params, init_lenet_params, lenet
 
 DTYPES = {'float32': torch.float32, 'float64': torch.float64}
 
@@ -327,6 +332,43 @@ def check_ring_schedule(fn):
     )
 
 
+# ---------------------------------------------------------------- evaluation
+
+
+def _evaluate_case(fn, case):
+    params = init_lenet_params(seed=case['k'], scale=0.1)
+    devs = make_devices(case['k'])
+
+    def predict(X):
+        with torch.no_grad():
+            return lenet(torch.from_numpy(X), params).argmax(dim=1).numpy()
+
+    batches, right = evaluate_data(case, predict)
+    batches = [(torch.from_numpy(X), torch.from_numpy(y)) for X, y in batches]
+    device_params = [get_params(params, d) for d in devs]
+    return judge_accuracy(call(fn, device_params, batches, devs), right, case)
+
+
+def check_evaluate(fn):
+    """Check a student's PyTorch multi-device accuracy on k = 1..5
+    devices: the twin of :func:`d2lpar.check_evaluate`.
+
+    ``fn(device_params, data_iter, devices)`` must split every batch
+    over the devices, let device ``i`` score its shard with
+    ``device_params[i]`` and LeNet (:func:`d2lpar.torch.lenet`), and
+    return the fraction of correct predictions over all examples, as a
+    float. Batches and shards of different sizes must count by their
+    size.
+
+    Returns
+    -------
+    d2lpar.grading.report.Report
+    """
+    return run_cases(
+        'check_evaluate', fn, evaluate_cases(), _evaluate_case, 'torch'
+    )
+
+
 # ------------------------------------------------- no PyTorch check yet
 
 
@@ -353,7 +395,6 @@ def _not_graded(check):
     return not_graded
 
 
-check_evaluate = _not_graded('check_evaluate')
 check_grad_accumulation = _not_graded('check_grad_accumulation')
 check_train_batch = _not_graded('check_train_batch')
 check_train_epoch = _not_graded('check_train_epoch')
@@ -362,7 +403,6 @@ check_train_epoch = _not_graded('check_train_epoch')
 # PyTorch (the MXNet table's names: d2lpar.grading.GRADED_BY).
 CHECKS = {fn: globals()[check] for fn, check in GRADED_BY.items()}
 NOT_GRADED = (
-    'check_evaluate',
     'check_grad_accumulation',
     'check_train_batch',
     'check_train_epoch',
