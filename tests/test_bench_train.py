@@ -270,10 +270,14 @@ def test_bench_train_prints_pytorch_rows_beside_mxnet(
     out = capsys.readouterr().out
     cores = len(os.sched_getaffinity(0))
     half = max(1, cores // 2)
+
+    def each(n):
+        return f'{n} thread{"s" if n > 1 else ""} each'
+
     for row in (
-        f'torch on 1 device (1 process, {cores} threads each)',
-        f'torch on 2 devices (1 process, {cores} threads each)',
-        f'torch-ddp on 2 devices (2 processes, {half} threads each)',
+        f'torch on 1 device (1 process, {each(cores)})',
+        f'torch on 2 devices (1 process, {each(cores)})',
+        f'torch-ddp on 2 devices (2 processes, {each(half)})',
     ):
         assert row in out, out
     table = [line.split() for line in out.splitlines()]

@@ -257,7 +257,8 @@ def compare_training(
                         f'device{"s" if path[1] > 1 else ""} '
                         f'({got["processes"]} process'
                         f'{"es" if got["processes"] > 1 else ""}, '
-                        f'{got["threads"]} threads each): '
+                        f'{got["threads"]} thread'
+                        f'{"s" if got["threads"] > 1 else ""} each): '
                         f'{times[path][-1]:.1f} ms/step'
                     )
                 continue
