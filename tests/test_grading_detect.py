@@ -2,11 +2,17 @@
 imports, read from its source; a file that mixes them is refused unless
 it says which."""
 
+import importlib.util
 import json
 
 import pytest
 
-from d2lpar.grading.detect import MixedFrameworks, framework_of, source_of
+from d2lpar.grading.detect import (
+    MixedFrameworks,
+    default_framework,
+    framework_of,
+    source_of,
+)
 
 
 @pytest.mark.parametrize(
@@ -25,15 +31,26 @@ from d2lpar.grading.detect import MixedFrameworks, framework_of, source_of
             'import torch\nfrom d2lpar.comm.schedules import Transfer\n',
             'torch',
         ),
-        ('from d2lpar.comm.schedules import Transfer\n', 'mxnet'),
-        # No import at all: the book's first framework.
-        ('def ring_schedule(k):\n    return []\n', 'mxnet'),
         # An import inside a function counts too.
         ('def f(data):\n    import torch\n', 'torch'),
     ],
 )
 def test_the_imports_pick_the_framework(source, framework):
     assert framework_of(source)[0] == framework
+
+
+def test_a_file_importing_neither_takes_the_default():
+    """MXNet where it is installed (the book's first framework), else
+    PyTorch: a ring_schedule needs no arrays."""
+    source = 'from d2lpar.comm.schedules import Transfer\n'
+    assert framework_of(source, default='torch') == (
+        'torch',
+        'it imports neither framework (PyTorch, the default)',
+    )
+    installed = importlib.util.find_spec('mxnet') is not None
+    assert default_framework() == ('mxnet' if installed else 'torch')
+    for text in (source, 'def ring_schedule(k):\n    return []\n'):
+        assert framework_of(text)[0] == default_framework()
 
 
 def test_the_reason_names_the_line():

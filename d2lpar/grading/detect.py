@@ -1,24 +1,17 @@
 """Which framework a solution is written in: read from its imports.
 
 ``python -m d2lpar check`` grades a solution against the checks of the
-framework it imports, read from its source (never run for this):
+framework it imports, read from its source (never run for this). The
+rule, by what a file imports:
 
-===========================================  ==========================
-the file imports                              graded in
-===========================================  ==========================
-``torch`` or ``d2lpar.torch`` (``from         PyTorch
-d2lpar import torch as dp``), and no MXNet
-``mxnet``, or the library's MXNet API         MXNet
-(``import d2lpar``, ``from d2lpar import
-NAME``), and no PyTorch
-neither (a ``ring_schedule`` needs no         MXNet, the book's first
-arrays)                                       framework
-both                                          refused, with the lines
-                                              that import each; a line
-                                              ``# d2lpar: framework=
-                                              torch`` (or ``mxnet``)
-                                              decides
-===========================================  ==========================
+- imports ``torch`` or ``d2lpar.torch`` (``from d2lpar import torch as
+  dp``), and no MXNet: PyTorch;
+- imports ``mxnet``, or the library's MXNet API (``import d2lpar``,
+  ``from d2lpar import NAME``), and no PyTorch: MXNet;
+- imports neither (a ``ring_schedule`` needs no arrays): MXNet, the
+  book's first framework, where it is installed, else PyTorch;
+- imports both: refused, naming the line that imports each, unless a
+  line ``# d2lpar: framework=torch`` (or ``=mxnet``) says which.
 
 Imports of the library's framework-neutral modules (``from
 d2lpar.comm.schedules import Transfer``, ``from d2lpar.grading import
@@ -27,6 +20,7 @@ every case.
 """
 
 import ast
+import importlib.util
 import json
 import pathlib
 import re
@@ -96,8 +90,22 @@ def _imports(tree):
     return sorted(found, key=lambda f: f[1])
 
 
-def framework_of(source):
+def default_framework():
+    """The framework of a solution that imports neither: MXNet where it
+    is installed (the book's first), else PyTorch."""
+    return 'mxnet' if importlib.util.find_spec('mxnet') else 'torch'
+
+
+def framework_of(source, default=None):
     """The framework a solution's ``source`` is written in.
+
+    Parameters
+    ----------
+    source : str
+        Python source.
+    default : str, optional
+        For a source that imports neither framework (by default
+        :func:`default_framework`).
 
     Returns
     -------
@@ -142,4 +150,8 @@ def framework_of(source):
         kind = kinds.pop()
         line = next(f for f in found if f[0] == kind)
         return kind, f'line {line[1]}: {line[2]}'
-    return 'mxnet', 'it imports neither framework (MXNet, the default)'
+    default = default or default_framework()
+    return (
+        default,
+        f'it imports neither framework ({NAMES[default]}, the default)',
+    )
