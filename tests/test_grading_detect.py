@@ -113,8 +113,8 @@ def test_the_shared_modules_import_neither_framework():
     of MXNet and of PyTorch fails; the package's own __init__ is left
     out (it is the lead's to make lazy: tests/test_torch_import.py)."""
     import os
-    import subprocess
-    import sys
+
+    from conftest import run_fresh
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     code = f"""
@@ -128,12 +128,4 @@ import d2lpar.grading.battery, d2lpar.grading.detect, d2lpar.grading.grade
 import d2lpar.validation
 print('ok')
 """
-    out = subprocess.run(
-        [sys.executable, '-c', code],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=root,
-    )
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ['ok']
+    assert run_fresh(code) == 'ok'  # raises, with the error, if it fails
