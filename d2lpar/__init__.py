@@ -136,7 +136,7 @@ _NAMES = {
     'time_overlap': ('.techniques.overlap', 'time_overlap'),
     'scaling': ('.techniques.scaling', None),
     'ScalingRun': ('.techniques.scaling', 'ScalingRun'),
-    'compare_seeds': ('.techniques.scaling', 'compare_seeds'),
+    'compare_seeds': ('.seeds', 'compare_seeds'),
     'init_mlp_params': ('.techniques.scaling', 'init_mlp_params'),
     'mlp': ('.techniques.scaling', 'mlp'),
     'plot_scaling': ('.techniques.scaling', 'plot_scaling'),

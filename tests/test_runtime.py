@@ -181,6 +181,7 @@ NEUTRAL = (
     'd2lpar.epochs',
     'd2lpar.splitting',
     'd2lpar.idx',
+    'd2lpar.seeds',
     'd2lpar.torch',
     'd2lpar.comm',
     'd2lpar.comm.schedules',

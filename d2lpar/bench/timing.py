@@ -5,7 +5,7 @@ from time import perf_counter
 
 from mxnet import npx
 
-from ..techniques.scaling import compare_seeds
+from ..seeds import compare_seeds
 
 
 def seconds_each(fn, repeats, warmup):
