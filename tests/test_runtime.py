@@ -9,6 +9,7 @@ import pathlib
 import subprocess
 import sys
 
+import numpy
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -182,7 +183,6 @@ NEUTRAL = (
     'd2lpar.splitting',
     'd2lpar.idx',
     'd2lpar.seeds',
-    'd2lpar.torch',
     'd2lpar.comm',
     'd2lpar.comm.schedules',
     'd2lpar.comm.costmodel',
@@ -276,6 +276,12 @@ def test_import_d2lpar_loads_no_mxnet_until_used():
     assert done.stdout.split() == ['False', 'True']
 
 
+# MXNet 1.9.1 imports on its own only beside numpy < 1.24 (later numpy
+# lacks the aliases it reads, which d2lpar restores first).
+@pytest.mark.skipif(
+    tuple(int(x) for x in numpy.__version__.split('.')[:2]) >= (1, 24),
+    reason='MXNet cannot be imported before d2lpar beside numpy >= 1.24',
+)
 def test_mxnet_imported_before_d2lpar_is_set_up_at_once():
     """``import mxnet`` then ``import d2lpar``: the hook cannot fire, so
     ``prepare()`` runs ``start()`` itself."""
