@@ -2,6 +2,7 @@
 ``import d2lpar as dp`` by attributes alone (``dp.multiprocess.launch``),
 with no submodule import of its own."""
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -27,10 +28,18 @@ def test_pattern_reads_every_entry_of_the_page():
     assert len(documented_names()) == len(entries)
 
 
+def without_torch_if_absent(names):
+    """The names, less the PyTorch twin's where torch is not installed
+    (make test-numpy126's venv): reaching them imports torch."""
+    if importlib.util.find_spec('torch') is not None:
+        return names
+    return [n for n in names if 'torch' not in n.split('.')]
+
+
 def test_every_documented_name_is_reached_from_dp():
     """In a fresh interpreter that imports only d2lpar, each documented
     dotted name resolves attribute by attribute."""
-    names = documented_names()
+    names = without_torch_if_absent(documented_names())
     script = (
         'import sys, d2lpar as dp\n'
         'missing = []\n'
@@ -154,7 +163,7 @@ def test_pages_use_two_levels_and_no_private_names():
     subpackage (dp.comm.schedules.traffic) and never a private name."""
     names = page_names()
     assert 'dp.comm.allreduce_time' in names  # the pattern reads pages
-    assert depth_problems(names) == []
+    assert depth_problems(without_torch_if_absent(names)) == []
 
 
 def test_depth_check_can_fail():
