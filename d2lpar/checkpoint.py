@@ -39,8 +39,10 @@ def to_numpy(array):
 def save_checkpoint(params, path, epoch, num_workers):
     """Write a checkpoint atomically: to a temporary file, then rename.
 
-    A crash while writing leaves the previous checkpoint intact, never a
-    half-written one. Besides the arrays it records the finished
+    A crash while writing, of the process or of the machine, leaves the
+    previous checkpoint intact, never a half-written one: the file's
+    bytes reach the disk (``fsync``) before the rename, and the rename
+    reaches it before this returns (``fsync`` of the folder). Besides the arrays it records the finished
     ``epoch``, the job's ``num_workers`` and the arrays' shapes, so that
     :func:`read_checkpoint` can refuse a run it does not belong to.
     ``params`` are MXNet arrays or PyTorch tensors (:func:`to_numpy`).
@@ -55,7 +57,14 @@ def save_checkpoint(params, path, epoch, num_workers):
     tmp = f'{path}.tmp-{os.getpid()}'
     with open(tmp, 'wb') as f:
         onp.savez(f, meta=onp.array(json.dumps(meta)), **arrays)
+        f.flush()
+        os.fsync(f.fileno())  # else a power loss can leave an empty file
     os.replace(tmp, path)
+    folder = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+    try:
+        os.fsync(folder)  # the rename itself, on disk
+    finally:
+        os.close(folder)
 
 
 def read_checkpoint(path, num_workers=None, shapes=None):

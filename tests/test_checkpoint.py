@@ -80,3 +80,24 @@ def test_a_foreign_file_is_refused(tmp_path):
     path.write_bytes(b'not a checkpoint')
     with pytest.raises(CheckpointError, match='not a readable d2lpar'):
         read_checkpoint(str(path))
+
+
+def test_the_file_and_the_rename_reach_the_disk(tmp_path, monkeypatch):
+    """Before the rename the temporary file's bytes are synced, and after
+    it the folder (the rename itself), so a machine crash cannot leave an
+    empty or missing checkpoint either."""
+    import os
+
+    synced = []
+    real_fsync = os.fsync
+
+    def spy(fd):
+        synced.append(os.path.realpath(f'/proc/self/fd/{fd}'))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, 'fsync', spy)
+    path = tmp_path / 'ckpt.npz'
+    save_checkpoint([onp.ones(3, dtype='float32')], str(path), 1, 2)
+    assert len(synced) == 2
+    assert synced[0].startswith(str(path) + '.tmp-')  # the bytes, first
+    assert synced[1] == str(tmp_path)  # then the folder's entry
