@@ -25,6 +25,22 @@ OPTIONAL = (
 )
 
 
+def run_script(script, *args, without=()):
+    """Run ``script`` in a fresh interpreter at the repository root, the
+    variables ``without`` unset; return its stdout (it must succeed)."""
+    env = {k: v for k, v in os.environ.items() if k not in without}
+    done = subprocess.run(
+        [sys.executable, '-c', script, *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def loaded_after(code):
     """The OPTIONAL modules in sys.modules after ``code`` runs fresh."""
     script = (
@@ -32,15 +48,8 @@ def loaded_after(code):
         f'{code}\n'
         f'print(json.dumps([m for m in {OPTIONAL!r} if m in sys.modules]))'
     )
-    done = subprocess.run(
-        [sys.executable, '-c', script],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    stdout = run_script(script)
+    return json.loads(stdout.strip().splitlines()[-1])
 
 
 def test_import_loads_no_optional_part():
@@ -161,17 +170,8 @@ def test_import_sets_what_runtime_says():
         'print(os.environ["MXNET_CPU_TEMP_COPY"], util.is_np_array(),'
         ' type(np.ones(1)).__module__)'
     )
-    env = {k: v for k, v in os.environ.items() if k != 'MXNET_CPU_TEMP_COPY'}
-    done = subprocess.run(
-        [sys.executable, '-c', script],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-        env=env,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split()[-3:] == ['64', 'True', 'mxnet.numpy']
+    stdout = run_script(script, without=('MXNET_CPU_TEMP_COPY',))
+    assert stdout.split()[-3:] == ['64', 'True', 'mxnet.numpy']
 
 
 # The parts another framework shares (d2lpar.torch): importing them,
@@ -210,15 +210,8 @@ for name in sys.argv[2:]:
 
 
 def import_without_mxnet(names):
-    done = subprocess.run(
-        [sys.executable, '-c', WITHOUT_MXNET, str(PACKAGE), *names],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout.splitlines()
+    stdout = run_script(WITHOUT_MXNET, str(PACKAGE), *names)
+    return stdout.splitlines()
 
 
 def test_framework_neutral_parts_import_without_mxnet():
@@ -242,17 +235,8 @@ def test_a_module_imported_directly_gets_mxnet_set_up():
         'from mxnet import np, util\n'
         'print(os.environ["MXNET_CPU_TEMP_COPY"], util.is_np_array())'
     )
-    env = {k: v for k, v in os.environ.items() if k != 'MXNET_CPU_TEMP_COPY'}
-    done = subprocess.run(
-        [sys.executable, '-c', script],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-        env=env,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split()[-2:] == ['64', 'True']
+    stdout = run_script(script, without=('MXNET_CPU_TEMP_COPY',))
+    assert stdout.split()[-2:] == ['64', 'True']
 
 
 def test_import_d2lpar_loads_no_mxnet_until_used():
@@ -265,15 +249,8 @@ def test_import_d2lpar_loads_no_mxnet_until_used():
         'dp.devices\n'
         'print(before, "mxnet" in sys.modules)'
     )
-    done = subprocess.run(
-        [sys.executable, '-c', script],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ['False', 'True']
+    stdout = run_script(script)
+    assert stdout.split() == ['False', 'True']
 
 
 # MXNet 1.9.1 imports on its own only beside numpy < 1.24 (later numpy
@@ -292,15 +269,8 @@ def test_mxnet_imported_before_d2lpar_is_set_up_at_once():
         'import d2lpar\n'
         'print(before, util.is_np_array())'
     )
-    done = subprocess.run(
-        [sys.executable, '-c', script],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ['False', 'True']
+    stdout = run_script(script)
+    assert stdout.split() == ['False', 'True']
 
 
 def test_a_public_name_keeps_its_value_after_its_module_loads():
@@ -321,12 +291,5 @@ def test_a_public_name_keeps_its_value_after_its_module_loads():
         '        wrong.append(name)\n'
         'print(callable(dp.devices), wrong)'
     )
-    done = subprocess.run(
-        [sys.executable, '-c', script],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split('\n')[-2] == 'True []'
+    stdout = run_script(script)
+    assert stdout.split('\n')[-2] == 'True []'
