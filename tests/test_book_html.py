@@ -92,7 +92,10 @@ def test_training_page_as_a_reader_sees_it(tmp_path):
         r'as one on this machine',
         text,
     )
-    assert re.search(r'the median of two devices. epochs was \d+\.\d\d', text)
+    assert re.search(
+        r'Per epoch, two devices. median epoch was \d+\.\d\d times as fast',
+        text,
+    )
     assert 'cpu(0) and cpu(1)' in text or 'gpu(0) and gpu(1)' in text
     assert_clean(dom, text)
     os.makedirs(SHOTS, exist_ok=True)
@@ -117,7 +120,7 @@ def test_limit_page_as_a_reader_sees_it(tmp_path):
     # The same range as the training page: one measurement, read twice.
     assert re.search(
         r'\d+ ms on one device and \d+ ms on two \(medians of \d+ '
-        r'rounds\), \d+\.\d and \d+\.\d times the limit: per step, two '
+        r'rounds\), \d+\.\d and \d+\.\d times the limit; per step, two '
         r'devices ran \d+\.\d\d to \d+\.\d\d times as fast as one',
         text,
     )
