@@ -84,6 +84,11 @@ def compare_times(a, b):
         If either is empty.
     """
     # The same test as for seeds' accuracies: ranges that do not overlap.
+    # Deliberately not a paired (per-round) rule, even for interleaved
+    # rounds: ranges that do not overlap put every pairing of a round of
+    # ``a`` with a round of ``b`` on the same side, so this verdict is never
+    # stronger than the paired one. The pages show the paired view beside
+    # it, as the range of per-round ratios.
     by_range = compare_seeds(a, b)
     return {'lower': 'faster than', 'higher': 'slower than'}.get(
         by_range, 'not clearly different from'
