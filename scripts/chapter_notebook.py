@@ -23,6 +23,12 @@ collapsed heading and each cell's ``jupyter.source_hidden``). The first
 cell under the title says how to install the library from the book's
 site (D2LPAR_SITE_URL, D2LPAR_REPOSITORY_URL: scripts/build-book.sh sets
 them from _config.yml).
+A page with code in both frameworks (cells marked ``#@tab mxnet`` and
+``#@tab pytorch``, d2l's convention: d2lpar/pages/tabs.py) becomes two
+notebooks: NAME.ipynb with the shared and MXNet cells, NAME-pytorch.ipynb
+with the shared and PyTorch cells (no MXNet import anywhere: it runs with
+``d2lpar[torch,notebook]`` alone); the page's framework tab-set keeps the
+chosen framework's text.
 Called by scripts/build-book.sh and tests/test_install_notebooks.py.
 """
 
@@ -56,6 +62,25 @@ SOLUTION = re.compile(
     re.M | re.S,
 )
 EXTRAS = 'cpu,notebook'
+# A PyTorch notebook's extras: no MXNet.
+TORCH_EXTRAS = 'torch,notebook'
+FRAMEWORKS = ('mxnet', 'pytorch')
+# d2l's marker: the first line of a framework's code cell.
+TAB_MARKER = re.compile(r'\A\s*#@tab[ \t]+(\w+)[ \t]*(?:\n|\Z)')
+# The page's framework switcher (sphinx-design): a tab-set whose items
+# carry ``:sync: mxnet`` / ``:sync: pytorch``.
+TAB_SET = re.compile(
+    r'^(:{3,}|`{3,})\{tab-set\}[^\n]*\n(.*?)^\1[ \t]*$\n?', re.M | re.S
+)
+TAB_ITEM = re.compile(
+    r'^(:{3,}|`{3,})\{tab-item\}[^\n]*\n'
+    r'((?:[ \t]*:[\w-]+:[^\n]*\n)*)(.*?)^\1[ \t]*$',
+    re.M | re.S,
+)
+TORCH_NOTE = (
+    ' PyTorch from PyPI is its CUDA build on Linux (several GB); without '
+    'a GPU add `--extra-index-url https://download.pytorch.org/whl/cpu`.'
+)
 BOOK = os.path.join(os.path.dirname(os.path.dirname(__file__)), 'book')
 # JupyterLab folds the cells under a heading with this metadata.
 COLLAPSED = 'jp-MarkdownHeadingCollapsed'
@@ -102,12 +127,75 @@ def install_commands(version, site_url='', repo_url='', extras=EXTRAS):
     return commands
 
 
-def chapter_extras(nb):
+def chapter_extras(nb, framework='mxnet'):
     """The extras a chapter's notebook needs: ``d2l`` too where a cell
-    imports d2l itself (its pins hold it to Python 3.11)."""
+    imports d2l itself (its pins hold it to Python 3.11); a PyTorch
+    notebook's are ``torch,notebook``."""
+    if framework == 'pytorch':
+        return TORCH_EXTRAS
     code = '\n'.join(c.source for c in nb.cells if c.cell_type == 'code')
     d2l = re.search(r'^\s*(from|import) d2l\b', code, re.M)
     return EXTRAS + (',d2l' if d2l else '')
+
+
+def cell_tab(source):
+    """The framework a code cell's ``#@tab NAME`` first line names, or
+    None (a shared cell)."""
+    match = TAB_MARKER.match(source)
+    if match and match.group(1) not in FRAMEWORKS:
+        raise ValueError(f'#@tab {match.group(1)}: not one of {FRAMEWORKS}')
+    return match and match.group(1)
+
+
+def frameworks(nb):
+    """The frameworks a chapter's cells are marked with (empty: none)."""
+    return {
+        cell_tab(c.source)
+        for c in nb.cells
+        if c.cell_type == 'code' and cell_tab(c.source)
+    }
+
+
+def chosen_tab(text, framework):
+    """``text`` with each framework tab-set replaced by the body of its
+    item for ``framework`` (``:sync: NAME``)."""
+
+    def choose(match):
+        for item in TAB_ITEM.finditer(match.group(2)):
+            if re.search(
+                rf'^[ \t]*:sync:[ \t]*{framework}\b', item.group(2), re.M
+            ):
+                return item.group(3)
+        return match.group(0)
+
+    return TAB_SET.sub(choose, text)
+
+
+def one_framework(cells, framework):
+    """The cells of one framework's notebook: the shared cells and
+    ``framework``'s, without their marker line and ``tab-`` tag; each
+    markdown cell's tab-set reduced to ``framework``'s text."""
+    kept = []
+    for cell in cells:
+        if cell.cell_type == 'markdown':
+            cell.source = chosen_tab(cell.source, framework)
+        elif cell.cell_type == 'code':
+            tab = cell_tab(cell.source)
+            if tab and tab != framework:
+                continue
+            if tab:
+                cell.source = TAB_MARKER.sub('', cell.source, count=1)
+                tags = [
+                    t
+                    for t in cell.metadata.get('tags', [])
+                    if not t.startswith('tab-')
+                ]
+                if tags:
+                    cell.metadata['tags'] = tags
+                else:
+                    cell.metadata.pop('tags', None)
+        kept.append(cell)
+    return kept
 
 
 def install_note(version=None, site_url=None, repo_url=None, extras=EXTRAS):
@@ -128,7 +216,10 @@ def install_note(version=None, site_url=None, repo_url=None, extras=EXTRAS):
         )
     if repo_url:
         text += f'; or, from the repository, `{commands[1]}`'
-    return text + '. On Colab, Windows or a Mac, read the install page first.'
+    text += '.'
+    if 'torch' in extras.split(','):
+        text += TORCH_NOTE
+    return text + ' On Colab, Windows or a Mac, read the install page first.'
 
 
 def source_cell(path, options):
@@ -312,7 +403,7 @@ def chapter_cells(nb, glued):
     return cells
 
 
-PLUMBING = {'glue_text', 'glue'}
+PLUMBING = {'glue_text', 'glue', 'framework_tabs'}
 IDENTIFIER = re.compile(r'[A-Za-z_]\w*')
 
 
@@ -585,6 +676,8 @@ def d2lpar_first(cells):
             for i, line in enumerate(lines)
             if re.match(r'(import|from) mxnet\b', line)
         ]
+        if 'import d2lpar as dp' not in lines and not mxnet:
+            continue  # e.g. a first cell of %matplotlib inline alone
         if 'import d2lpar as dp' not in lines or not mxnet:
             return
         if lines.index('import d2lpar as dp') > mxnet[0]:
@@ -625,14 +718,22 @@ def glued_values(executed):
     return values
 
 
-def convert(md_path, executed=None):
+def convert(md_path, executed=None, framework='mxnet'):
     """The plain notebook of one chapter; ``executed`` is the book
-    build's executed notebook of it (for the glued values)."""
+    build's executed notebook of it (for the glued values); ``framework``
+    picks the cells of a two-framework page (the shared cells are in
+    both)."""
+    if framework not in FRAMEWORKS:
+        raise ValueError(f'framework {framework!r}: not one of {FRAMEWORKS}')
     nb = jupytext.read(md_path)
-    extras = chapter_extras(nb)
+    if framework != 'mxnet' and framework not in frameworks(nb):
+        raise ValueError(f'{md_path} has no #@tab {framework} cells')
+    nb.cells = one_framework(nb.cells, framework)
+    extras = chapter_extras(nb, framework)
     glued = glued_values(executed)
     cells = drop_plumbing(chapter_cells(nb, glued))
-    d2lpar_first(cells)
+    if framework == 'mxnet':
+        d2lpar_first(cells)
     title = next(
         (i for i, c in enumerate(cells) if c.cell_type == 'markdown'), -1
     )
@@ -651,13 +752,25 @@ def convert(md_path, executed=None):
     return nb
 
 
-def main(md_path, out_path, executed=None):
-    nb = convert(md_path, executed)
+def main(md_path, out_path, executed=None, framework='mxnet'):
+    nb = convert(md_path, executed, framework)
     nbformat.write(nb, out_path)
 
 
+def notebook_names(md_path):
+    """(framework, file name) of each notebook a chapter becomes:
+    NAME.ipynb (MXNet), and NAME-pytorch.ipynb where it has PyTorch
+    cells."""
+    name = os.path.splitext(os.path.basename(md_path))[0]
+    names = [('mxnet', name + '.ipynb')]
+    if 'pytorch' in frameworks(jupytext.read(md_path)):
+        names.append(('pytorch', name + '-pytorch.ipynb'))
+    return names
+
+
 def main_many(out_dir, md_paths, executed_dir=None):
-    """Convert every chapter into ``out_dir/NAME.ipynb``.
+    """Convert every chapter into ``out_dir/NAME.ipynb`` (and
+    ``NAME-pytorch.ipynb`` where it has PyTorch cells).
 
     One Python process for all chapters: starting one per chapter cost
     about a second each in every build. ``executed_dir`` holds the
@@ -668,7 +781,9 @@ def main_many(out_dir, md_paths, executed_dir=None):
         executed = executed_dir and os.path.join(
             executed_dir, name + '.glue.json'
         )
-        main(md_path, os.path.join(out_dir, name + '.ipynb'), executed)
+        for framework, file_name in notebook_names(md_path):
+            out = os.path.join(out_dir, file_name)
+            main(md_path, out, executed, framework)
 
 
 if __name__ == '__main__':

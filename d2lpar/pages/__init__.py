@@ -8,7 +8,10 @@ What a chapter needs beside the library it teaches, reached as
 - :mod:`d2lpar.pages.book`: full or quick build (``D2LPAR_QUICK``),
   gluing text into a page, a function's source without its docstring;
 - :mod:`d2lpar.pages.figures`: the book's diagrams and plots
-  (matplotlib, imported the first time a figure is drawn).
+  (matplotlib, imported the first time a figure is drawn);
+- :mod:`d2lpar.pages.tabs`: a page's code in MXNet and PyTorch
+  (``#@tab pytorch`` cells run in their own namespace:
+  :func:`~d2lpar.pages.framework_tabs`).
 
 Framework-neutral: nothing here imports MXNet at module level (a figure
 of measured numbers takes the numbers, not the arrays), so a second
@@ -27,6 +30,7 @@ from .book import (
     show_source,
     strip_docstrings,
 )
+from .tabs import cell_framework, framework_tabs
 
 # The figures bring in matplotlib: imported on first use (PEP 562).
 FIGURES = (
@@ -63,6 +67,8 @@ __all__ = [
     'QUICK_VAR',
     'BookSettings',
     'book_settings',
+    'cell_framework',
+    'framework_tabs',
     'glue_text',
     'show_source',
     'strip_docstrings',

@@ -22,6 +22,8 @@ split_batch          split_batch, shard_sizes, shard_ranges
 train_batch          train_batch, cross_entropy, sgd
 Training             train -> TrainResult, load_fashion_mnist,
                      evaluate_accuracy
+The book             glue_text, show_source (the book's framework-neutral
+                     helpers, :mod:`d2lpar.pages`, shared)
 Several processes    python -m d2lpar launch --engine torch --workers N
                      -- python -m d2lpar worker --engine torch
                      (d2lpar.torch.launch, d2lpar.torch.worker)
@@ -50,6 +52,7 @@ import sys
 
 import torch as _torch
 
+from ..pages.book import glue_text, show_source
 from .collectives import allreduce
 from .data import load_fashion_mnist
 from .devices import devices
@@ -96,12 +99,14 @@ __all__ = [
     'devices',
     'evaluate_accuracy',
     'get_params',
+    'glue_text',
     'init_lenet_params',
     'lenet',
     'load_fashion_mnist',
     'sgd',
     'shard_ranges',
     'shard_sizes',
+    'show_source',
     'split_batch',
     'train',
     'train_batch',
