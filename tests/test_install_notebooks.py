@@ -41,9 +41,12 @@ def wanted(chapter):
 
 
 def md_code_cells(chapter):
-    """The chapter's code cells as jupytext reads them."""
+    """The chapter's code cells as jupytext reads them (of a page in two
+    frameworks, the shared and MXNet cells, as its MXNet notebook has
+    them: tests/test_pages_tabs.py checks the PyTorch one)."""
     nb = jupytext.read(ROOT / 'book' / f'{chapter}.md')
-    return [c for c in nb.cells if c.cell_type == 'code']
+    cells = [c for c in nb.cells if c.cell_type == 'code']
+    return chapter_notebook.one_framework(cells, 'mxnet')
 
 
 def removed(cell):
@@ -201,11 +204,12 @@ def test_solutions_fold_after_the_exercises(chapter):
     assert len(titled) == len(re.findall(r'\{admonition\} Solution', md))
     after = md[md.index('## Exercises') :]
     visible = [
-        c
+        re.sub(r'\A(:tags:[^\n]*\n)?#@tab mxnet\n', r'\1', c)
         for c in re.findall(
             r'```\{code-cell\}[^\n]*\n(.*?)^```', after, re.S | re.M
         )
         if 'remove-cell' not in c.split('\n')[0]
+        and '#@tab pytorch' not in c.split('\n')[:2]
     ]
     code = [c for c in nb.cells[sol + 1 :] if c.cell_type == 'code']
     shown = [  # the others keep what a removed cell computed for them
