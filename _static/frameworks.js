@@ -45,7 +45,10 @@
         ".tag_tab-mxnet .cell_input pre, .tag_tab-pytorch .cell_input pre"
       )
       .forEach(function (pre) {
+        // Pygments may open with an empty span: the marker is the first
+        // element with text.
         var first = pre.firstElementChild;
+        while (first && !first.textContent) first = first.nextElementSibling;
         if (!first || !/^#@tab\s+\w+$/.test(first.textContent.trim())) return;
         var next = first.nextSibling;
         pre.removeChild(first);

@@ -77,6 +77,7 @@ TAB_ITEM = re.compile(
     r'((?:[ \t]*:[\w-]+:[^\n]*\n)*)(.*?)^\1[ \t]*$',
     re.M | re.S,
 )
+NOTEBOOK_LINK = 'href="../notebooks/'
 TORCH_NOTE = (
     ' PyTorch from PyPI is its CUDA build on Linux (several GB); without '
     'a GPU add `--extra-index-url https://download.pytorch.org/whl/cpu`.'
@@ -158,14 +159,17 @@ def frameworks(nb):
 
 def chosen_tab(text, framework):
     """``text`` with each framework tab-set replaced by the body of its
-    item for ``framework`` (``:sync: NAME``)."""
+    item for ``framework`` (``:sync: NAME``), less a paragraph that links
+    the chapter's notebook (the reader is in it)."""
 
     def choose(match):
         for item in TAB_ITEM.finditer(match.group(2)):
             if re.search(
                 rf'^[ \t]*:sync:[ \t]*{framework}\b', item.group(2), re.M
             ):
-                return item.group(3)
+                paragraphs = item.group(3).split('\n\n')
+                kept = [p for p in paragraphs if NOTEBOOK_LINK not in p]
+                return '\n\n'.join(kept).rstrip('\n') + '\n'
         return match.group(0)
 
     return TAB_SET.sub(choose, text)

@@ -16,17 +16,21 @@ devices              :func:`devices` (k CPU devices in one process take
 A toy network        init_lenet_params, lenet, get_params, LENET_SHAPES
 allreduce            allreduce (its docstring states the contract)
 Homework checks      check_allreduce, check_ring_schedule,
-                     check_split_batch, check_average_params (name a
+                     check_split_batch, check_evaluate,
+                     check_train_batch, check_grad_accumulation,
+                     check_average_params, check_train_epoch (name a
                      student's mistake; :mod:`d2lpar.torch.grading`)
 split_batch          split_batch, shard_sizes, shard_ranges
 train_batch          train_batch, cross_entropy, sgd
 Training             train -> TrainResult, load_fashion_mnist,
                      evaluate_accuracy
-The book             glue_text, show_source (the book's framework-neutral
-                     helpers, :mod:`d2lpar.pages`, shared)
+The book             glue_text, show_source, pages (the book's
+                     framework-neutral helpers and figures,
+                     :mod:`d2lpar.pages`, shared)
 Several processes    python -m d2lpar launch --engine torch --workers N
                      -- python -m d2lpar worker --engine torch
-                     (d2lpar.torch.launch, d2lpar.torch.worker)
+                     (dp.launch, dp.worker, dp.checkpoint: modules,
+                     imported on first use)
 ===================  ===================================================
 
 Nothing here imports MXNet: the framework-neutral parts (shard sizes,
@@ -47,11 +51,14 @@ torch is the CUDA build (several GB); for the CPU build add
 GPU the CUDA build matching the machine (``.../whl/cu126``, ...).
 """
 
+import importlib as _importlib
+import importlib.util as _importlib_util
 import os
 import sys
 
 import torch as _torch
 
+from .. import pages
 from ..pages.book import glue_text, show_source
 from .collectives import allreduce
 from .data import load_fashion_mnist
@@ -103,6 +110,7 @@ __all__ = [
     'init_lenet_params',
     'lenet',
     'load_fashion_mnist',
+    'pages',
     'sgd',
     'shard_ranges',
     'shard_sizes',
@@ -112,6 +120,29 @@ __all__ = [
     'train_batch',
     'use_every_core',
 ]
+
+
+def __getattr__(name):
+    """A module of the twin (``dp.checkpoint``, ``dp.launch``,
+    ``dp.worker``, ...) as an attribute, imported on its first use (PEP
+    562), as ``d2lpar``'s own modules are: the engine's modules load only
+    when used, and none of them imports MXNet."""
+    if name.startswith('_') or not _importlib_util.find_spec(
+        f'{__name__}.{name}'
+    ):
+        raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+    # Importing a submodule sets it as this package's attribute.
+    return _importlib.import_module(f'.{name}', __name__)
+
+
+def __dir__():
+    here = os.path.dirname(__file__)
+    modules = {
+        f[:-3]
+        for f in os.listdir(here)
+        if f.endswith('.py') and not f.startswith('_')
+    }
+    return sorted(set(globals()) | modules)
 
 
 def use_every_core():
