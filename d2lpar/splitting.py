@@ -120,3 +120,13 @@ def shard_ranges(n, k):
         ranges.append((start, start + size))
         start += size
     return ranges
+
+
+def micro_batches(X, y, m):
+    """``m`` contiguous micro-batches of ``X, y``, a list of ``(X, y)``
+    (sizes differ by at most 1; :func:`shard_ranges`). Slicing only:
+    MXNet's arrays and PyTorch's tensors alike."""
+    return [
+        (X[start:stop], y[start:stop])
+        for start, stop in shard_ranges(X.shape[0], m)
+    ]

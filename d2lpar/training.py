@@ -24,7 +24,7 @@ from .epochs import TrainResult, check_train_arguments, run_epochs
 from .evaluation import evaluate_accuracy
 from .model import init_lenet_params, lenet
 from .parameters import get_params
-from .splitting import shard_ranges, split_batch
+from .splitting import micro_batches, split_batch
 from .threads import thread_budget
 
 # Per-example loss; d2l's chapter uses the same.
@@ -298,15 +298,6 @@ def accumulate_gradients(
         corrects += count_correct(outs, y_shards)
     copy_gradients(sums, grads)
     return losses, corrects
-
-
-def micro_batches(X, y, m):
-    """``m`` contiguous micro-batches of ``X, y``, a list of ``(X, y)``
-    (sizes differ by at most 1)."""
-    return [
-        (X[start:stop], y[start:stop])
-        for start, stop in shard_ranges(X.shape[0], m)
-    ]
 
 
 def add_gradients(sums, grads):

@@ -1,7 +1,7 @@
 """`python -m d2lpar check` on PyTorch solutions: graded against the
 PyTorch checks of the framework the file imports, mistakes named in
 PyTorch's terms, a file mixing the frameworks refused with the rule,
-an assignment without a PyTorch check reported as not graded."""
+homework 6 graded in PyTorch too."""
 
 import inspect
 import json
@@ -43,7 +43,8 @@ def allreduce(data):
     dp.allreduce(data)
 """
 
-TORCH_NO_CHECK = """
+# Homework 6 left as a stub that trains nothing.
+TORCH_EPOCH_STUB = """
 from d2lpar import torch as dp
 
 
@@ -83,7 +84,7 @@ def graded(tmp_path_factory):
         'good.py': TORCH_GOOD,
         'bad.py': TORCH_BAD,
         'mixed.py': MIXED,
-        'nocheck.py': TORCH_NO_CHECK,
+        'epoch.py': TORCH_EPOCH_STUB,
         'mxgood.py': MXNET_GOOD,
         'notebook.ipynb': _notebook(TORCH_GOOD),
     }
@@ -133,13 +134,15 @@ def test_a_file_importing_both_is_refused_with_the_rule(graded):
     assert '# d2lpar: framework=torch' in mixed['error']
 
 
-def test_an_assignment_without_a_pytorch_check_is_ungraded(graded):
+def test_homework_6_in_pytorch_is_graded(graded):
+    """No assignment is left ungraded in PyTorch: a train_epoch that
+    trains nothing fails with its mistake named."""
     results, text = graded
-    nocheck = results['nocheck.py']
-    assert nocheck['verdict'] == 'ungraded'
-    [report] = nocheck['reports']
-    assert 'homework 6' in report['unsupported']
-    assert 'UNGRADED' in text and 'not graded: homework 6' in text
+    epoch = results['epoch.py']
+    assert epoch['verdict'] == 'failed' and epoch['framework'] == 'torch'
+    [report] = epoch['reports']
+    assert report['check'] == 'check_train_epoch'
+    assert report['mistakes'] == ['did-nothing'], report
 
 
 def test_an_mxnet_solution_is_still_graded_in_mxnet(graded):

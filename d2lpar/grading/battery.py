@@ -13,7 +13,7 @@ own types (is this array on the right device?).
 import numpy as onp
 
 from ..comm.schedules import Transfer, traffic
-from ..splitting import shard_sizes
+from ..splitting import micro_batches, shard_sizes
 from .report import StudentError, call, show
 
 # Tolerances per dtype: float64 results must keep float64's precision,
@@ -625,5 +625,460 @@ def schedule_case(fn, case, run):
         return (
             'too-many-steps',
             f'expected {2 * (k - 1)} steps, got {len(steps)}',
+        )
+    return None
+
+
+# ------------------------------------------------------------ training steps
+#
+# The checks of train_batch (the book's), of gradient accumulation
+# (homework 4) and of the epoch with two steps in flight (homework 6):
+# every replica must end equal to plain SGD on one device. A framework
+# passes in a StepKit, its few operations on its own arrays; the cases,
+# the loop over steps and the naming of what went wrong are here.
+
+STEP_LR = 0.5
+# float32 sums over devices add in another order than on one device.
+STEP_RTOL, STEP_ATOL = 1e-4, 1e-6
+
+# How a replica is updated in place, and what is lost otherwise, in each
+# framework's terms (the not-in-place message).
+IN_PLACE = {
+    'mxnet': (
+        'array',
+        'update the arrays in place (p[:] = p - lr * p.grad / n), '
+        'otherwise their attached gradients are lost',
+    ),
+    'torch': (
+        'tensor',
+        'update the tensors in place (p -= lr * p.grad / n, under '
+        "torch.no_grad()), otherwise the caller's replicas keep their "
+        'old tensors, and the new ones have no .grad',
+    ),
+}
+
+
+class StepKit:
+    """A framework's operations on its own arrays that the training-step
+    checks need (each an attribute, set by the framework's check).
+
+    Attributes
+    ----------
+    framework : str
+        ``'mxnet'`` or ``'torch'``.
+    start : callable
+        ``start(k, seed) -> (devices, device_params, reference)``: ``k``
+        devices, a LeNet replica on each (``init_lenet_params(seed,
+        0.1)``) and a copy on one device.
+    batches : callable
+        ``batches(sizes, seed) -> [(X, y), ...]``: the framework's arrays
+        of :func:`step_batch_values`.
+    step : callable
+        ``step(params, X, y, lr)``: the library's ``train_batch`` on one
+        device, in place.
+    values : callable
+        ``values(params) -> [numpy.ndarray]``: host copies.
+    fresh : callable
+        ``fresh(values, X) -> params``: parameters holding ``values``,
+        ready to train, on the device of ``X``.
+    place, same : callable
+        ``place(a)``: where array ``a`` lives; ``same(p, q)``: whether
+        two places share memory.
+    """
+
+    def __init__(self, framework, **operations):
+        self.framework = framework
+        for name in ('start', 'batches', 'step', 'values', 'fresh'):
+            setattr(self, name, operations.pop(name))
+        self.place, self.same = operations.pop('place'), operations.pop('same')
+        if operations:
+            raise TypeError(
+                f'StepKit: unknown operations {sorted(operations)}'
+            )
+
+
+def train_cases():
+    """k = 1..5; three steps per case on 2k+1, k+1 and 3k examples."""
+    return [
+        {
+            'k': k,
+            'sizes': (2 * k + 1, k + 1, 3 * k),
+            'what': f'k={k} devices, batches of {2 * k + 1}, {k + 1} '
+            f'and {3 * k} examples',
+        }
+        for k in range(1, 6)
+    ]
+
+
+def accumulation_cases():
+    """k = 1..5 with 2 or 3 micro-batches (both for k=1); two steps each
+    on batches that split unevenly."""
+    cases = []
+    for k, m in ((1, 2), (1, 3), (2, 3), (3, 2), (4, 3), (5, 2)):
+        sizes = (m * k + 1, m * k + k - 1 or m * k)
+        cases.append(
+            {
+                'k': k,
+                'm': m,
+                'sizes': sizes,
+                'what': f'k={k} devices, accumulate={m}, batches '
+                f'of {sizes[0]} and {sizes[1]} examples',
+            }
+        )
+    return cases
+
+
+def epoch_cases():
+    """k = 1..3; four uneven batches per epoch."""
+    return [
+        {
+            'k': k,
+            'sizes': (2 * k + 1, k + 1, 3 * k, k + 2),
+            'what': f'k={k} devices, an epoch of 4 batches of '
+            f'{2 * k + 1}, {k + 1}, {3 * k} and {k + 2} examples',
+        }
+        for k in range(1, 4)
+    ]
+
+
+def step_batch_values(sizes, seed):
+    """Random images (float32) and labels (int64 in 0..9), one batch per
+    size, as NumPy arrays."""
+    rng = onp.random.default_rng(seed)
+    return [
+        (
+            rng.random((n, 1, 28, 28)).astype('float32'),
+            rng.integers(0, 10, n).astype('int64'),
+        )
+        for n in sizes
+    ]
+
+
+def train_case(fn, case, kit, accumulate=None):
+    """Run ``fn(X, y, device_params, devices, lr[, accumulate=m])`` on a
+    case's batches, one step each; name the first step that leaves the
+    replicas other than one SGD step on one device."""
+    devs, device_params, reference = kit.start(case['k'], seed=case['k'])
+    kwargs = {} if accumulate is None else {'accumulate': accumulate}
+    for step, (X, y) in enumerate(kit.batches(case['sizes'], case['k'])):
+        before = kit.values(reference)
+        objects = [list(p) for p in device_params]
+        call(fn, X, y, device_params, devs, STEP_LR, **kwargs)
+        kit.step(reference, X, y, STEP_LR)
+
+        def alts(before=before, X=X, y=y):  # only for a wrong step
+            if not accumulate:
+                return ()
+            return accumulation_mistakes(kit, before, X, y, accumulate)
+
+        found = diagnose_step(
+            kit,
+            before,
+            device_params,
+            objects,
+            devs,
+            kit.values(reference),
+            step,
+            alts,
+        )
+        if found:
+            return found
+    return None
+
+
+def accumulation_mistakes(kit, before, X, y, accumulate):
+    """What the usual accumulation mistakes would leave on one device,
+    from the values ``before``: ``(code, values)`` pairs."""
+    micro = micro_batches(X, y, accumulate)
+    n = X.shape[0]
+    last = kit.fresh(before, X)
+    Xm, ym = micro[-1]
+    kit.step(last, Xm, ym, STEP_LR * Xm.shape[0] / n)
+    out = [('not-accumulated', kit.values(last))]
+    for scale in (False, True):
+        params = kit.fresh(before, X)
+        for Xm, ym in micro:
+            kit.step(
+                params, Xm, ym, STEP_LR * Xm.shape[0] / n if scale else STEP_LR
+            )
+        out.append(('stepped-per-micro-batch', kit.values(params)))
+    return out
+
+
+def _flat(arrays):
+    return onp.concatenate([a.ravel().astype('float64') for a in arrays])
+
+
+def same_values(a, b, rtol=STEP_RTOL, atol=STEP_ATOL):
+    """Two lists of arrays agree to float32 rounding."""
+    return all(
+        x.shape == y.shape and onp.allclose(x, y, rtol, atol)
+        for x, y in zip(a, b)
+    )
+
+
+def _replaced(kit, device_params, objects, devs):
+    """A ``changed-device`` or ``not-in-place`` finding when a replica's
+    list no longer holds its own arrays on its own device, else None."""
+    noun, how = IN_PLACE[kit.framework]
+    owner = {
+        id(o): (i, j)
+        for i, objs in enumerate(objects)
+        for j, o in enumerate(objs)
+    }
+    for i, (params, objs) in enumerate(zip(device_params, objects)):
+        for j, (p, o) in enumerate(zip(params, objs)):
+            if not kit.same(kit.place(p), devs[i]):
+                return (
+                    'changed-device',
+                    f'device_params[{i}][{j}] now lives on '
+                    f'{kit.place(p)}, not on {devs[i]}',
+                )
+            if p is o:
+                continue
+            if owner.get(id(p), (i,))[0] != i:
+                # PyTorch's k CPU devices are one CPU: a replica handed
+                # another's tensor still lives "on the CPU", but it is
+                # that device's tensor (on k GPUs it would live there).
+                oi, oj = owner[id(p)]
+                return (
+                    'changed-device',
+                    f'device_params[{i}][{j}] is now device_params'
+                    f'[{oi}][{oj}], the {noun} of devices[{oi}] '
+                    f'({devs[oi]}), not a {noun} of its own on {devs[i]}',
+                )
+            return (
+                'not-in-place',
+                f'device_params[{i}][{j}] was replaced by a new {noun}; {how}',
+            )
+    return None
+
+
+def diagnose_step(
+    kit, before, device_params, objects, devs, want, step, alternatives=tuple
+):
+    """Name what went wrong in one step, or None when it is right.
+
+    Parameters
+    ----------
+    kit : StepKit
+        The framework's operations.
+    before : list of numpy.ndarray
+        The replicas' values before the step (all equal).
+    device_params : list of list
+        The replicas after the step (the framework's arrays).
+    objects : list of list
+        The array objects the caller passed (identity is checked).
+    devs : list
+        The framework's devices.
+    want : list of numpy.ndarray
+        The one-device parameters after the step.
+    step : int
+        Which step (0 first): a later step that alone is wrong points
+        at state leaking between steps.
+    alternatives : callable, optional
+        Returns ``(code, list of numpy.ndarray)`` pairs: what known
+        mistakes would have produced (computed only for a wrong step).
+    """
+    found = _replaced(kit, device_params, objects, devs)
+    if found:
+        return found
+    got = [kit.values(params) for params in device_params]
+    tag = f'after step {step + 1}: '
+    ref = _flat(want) - _flat(before)
+    ratios = [_ratio(_flat(g) - _flat(before), ref) for g in got]
+    for i in range(1, len(got)):
+        if not same_values(got[i], got[0], 1e-5, 1e-7):
+            j = next(
+                j
+                for j, (a, b) in enumerate(zip(got[i], got[0]))
+                if not onp.allclose(a, b, 1e-5, 1e-7)
+            )
+            if None not in ratios:
+                return (
+                    'wrong-scale',
+                    f'{tag}the replicas moved in the '
+                    f'right direction but by {_fmt(ratios)} times the '
+                    f'expected step (shard sizes differ, so dividing '
+                    f'by the shard size breaks the replicas apart)',
+                )
+            return (
+                'replicas-diverge',
+                f'{tag}parameter {j} on device '
+                f'{i} = {show(got[i][j])} but on device 0 = '
+                f'{show(got[0][j])}',
+            )
+    if same_values(got[0], want):
+        return None
+    delta = _flat(got[0]) - _flat(before)
+    j = next(
+        j
+        for j, (a, b) in enumerate(zip(got[0], want))
+        if not onp.allclose(a, b, STEP_RTOL, STEP_ATOL)
+    )
+    text = (
+        f'{tag}expected parameter {j} = {show(want[j])} (one SGD '
+        f'step on one device); got {show(got[0][j])}'
+    )
+    if not onp.any(delta):
+        return 'did-nothing', text + ' (unchanged)'
+    for code, alt in alternatives():
+        if _explains(alt, got[0], before):
+            return code, text
+    if step > 0:
+        return 'stale-gradients', text
+    if ratios[0] is not None:
+        return (
+            'wrong-scale',
+            f'{text}; your update is {ratios[0]:.4g} times the expected one',
+        )
+    return 'not-one-device-step', text
+
+
+def _explains(alt, got, before):
+    """Whether a known mistake's parameters ``alt`` account for the step
+    taken (``got`` from ``before``) up to 0.1% of its size: several SGD
+    steps in a row (a step per micro-batch) carry float32 rounding from
+    k devices into a few elements beyond :func:`same_values`' bound."""
+    step = onp.linalg.norm(_flat(alt) - _flat(before))
+    return bool(onp.linalg.norm(_flat(got) - _flat(alt)) <= 1e-3 * step)
+
+
+def _ratio(delta, ref):
+    """c when ``delta`` is c times ``ref`` (c not 0 or 1), else None."""
+    c = delta @ ref / (ref @ ref)
+    off = onp.linalg.norm(delta - c * ref) > 1e-3 * onp.linalg.norm(ref)
+    return None if off or abs(c) < 1e-3 else float(c)
+
+
+def _fmt(ratios):
+    return ', '.join(f'{r:.4g}' for r in ratios)
+
+
+# ---------------------------------------------------------------- overlap
+
+
+class InFlight:
+    """Which steps of an epoch were queued and which were read, as the
+    student's loop went (homework 6).
+
+    A step's numbers are *read* when the student's code makes Python
+    wait for them (``.item()``, ``float()``, ...). Step ``i`` counts as
+    queued once ``train_batch`` has been called for step ``i + 1`` (the
+    last step: once it is called). A read of a step not yet queued is
+    ``synced-every-batch``; calling step ``i`` while no number of step
+    ``i - 2`` has been read is ``too-far-ahead``. Each framework's check
+    tells it of the calls and reads it sees (MXNet's behind gates in
+    its engine, PyTorch's on the tensors it hands out).
+
+    Attributes
+    ----------
+    queued, passed : list of bool
+        Per step: the next step was queued; a number of it was read.
+    early : list of int
+        Steps read before the next was queued, in order.
+    ahead : int or None
+        The first call made with two steps unread behind it.
+    """
+
+    def __init__(self, steps):
+        self.steps, self.calls = steps, 0
+        self.queued = [False] * steps
+        self.passed = [False] * steps
+        self.early = []
+        self.ahead = None
+
+    def call(self):
+        """``train_batch`` is called: return the step's index."""
+        i = self.calls
+        self.calls += 1
+        if i >= self.steps:
+            raise RuntimeError(
+                f'train_batch called {i + 1} times for {self.steps} batches'
+            )
+        if i >= 2 and not self.passed[i - 2] and self.ahead is None:
+            self.ahead = i
+        return i
+
+    def returned(self, i):
+        """``train_batch`` returned for step ``i``: step ``i - 1`` (and
+        the last step, with no next one to wait for) is queued."""
+        if i >= 1:
+            self.queued[i - 1] = True
+        if i == self.steps - 1:
+            self.queued[i] = True
+
+    def read(self, step):
+        """A number of ``step`` is read now."""
+        if not self.queued[step] and step not in self.early:
+            self.early.append(step)
+        self.passed[step] = True
+
+
+def epoch_stats(real, examples):
+    """``(mean loss, accuracy)`` from every step's per-device summed
+    losses and correct counts (``real``: ``(losses, corrects)`` pairs of
+    0-d arrays, read with ``.item()``)."""
+    loss = sum(float(a.item()) for losses, _ in real for a in losses)
+    right = sum(float(a.item()) for _, corrects in real for a in corrects)
+    return loss / examples, right / examples
+
+
+def epoch_case(fn, case, kit, watching):
+    """Run ``fn(batches, device_params, devices, lr)`` on a case's epoch
+    inside ``watching(order)`` (a context manager that reports the
+    calls of ``train_batch`` and the reads of its numbers to ``order``,
+    an :class:`InFlight`, and keeps what ``train_batch`` really returned
+    in its ``.real``); name the first mistake."""
+    devs, device_params, reference = kit.start(case['k'], seed=case['k'])
+    batches = kit.batches(case['sizes'], case['k'])
+    objects = [list(p) for p in device_params]
+    order = InFlight(len(batches))
+    with watching(order) as watch:
+        returned = call(fn, batches, device_params, devs, STEP_LR)
+    before = kit.values(reference)
+    for X, y in batches:
+        kit.step(reference, X, y, STEP_LR)
+    found = diagnose_step(
+        kit, before, device_params, objects, devs, kit.values(reference), 0
+    )
+    if found:
+        code, text = found
+        return code, text.replace('after step 1', 'after the epoch')
+    if order.early:
+        i = order.early[0]
+        return (
+            'synced-every-batch',
+            f"batch {i + 1}'s numbers were read before batch {i + 2} "
+            f'was queued (the devices idled while Python prepared the '
+            f'next batch); read them after the next train_batch call',
+        )
+    if order.ahead is not None:
+        i = order.ahead
+        return (
+            'too-far-ahead',
+            f'train_batch was called for batch {i + 1} while no number '
+            f'of batch {i - 1} had been read: more than two steps in '
+            f'flight',
+        )
+    examples = sum(case['sizes'])
+    want = epoch_stats(watch.real, examples)
+    if not (
+        isinstance(returned, tuple)
+        and len(returned) == 2
+        and all(isinstance(v, float) for v in returned)
+    ):
+        return (
+            'bad-return',
+            f'expected (mean loss, accuracy) as two floats, got {returned!r}'[
+                :200
+            ],
+        )
+    if not onp.allclose(returned, want, rtol=1e-4, atol=1e-6):
+        return (
+            'wrong-epoch-stats',
+            f'expected (mean loss, accuracy) = ({want[0]:.6g}, '
+            f'{want[1]:.6g}) over all {examples} examples; '
+            f'got ({returned[0]:.6g}, {returned[1]:.6g})',
         )
     return None

@@ -109,9 +109,7 @@ def grade_file(path, index=0):
         ``{'file', 'framework', 'passed', 'error', 'reports'}``;
         ``reports`` holds :class:`Report` objects. A file that mixes the
         frameworks, fails to import, or defines none of the functions
-        with a check does not pass and says why in ``error``; one that
-        defines a function with no check in its framework yet gets the
-        verdict ``ungraded``.
+        with a check does not pass and says why in ``error``.
     """
     result = {
         'file': str(path),
@@ -143,9 +141,6 @@ def grade_file(path, index=0):
             f'defines none of the functions with a check: {", ".join(table)}'
         )
     result['passed'] = result['error'] is None and all(result['reports'])
-    failed = [r for r in result['reports'] if not r and not r.unsupported]
-    if not result['passed'] and result['reports'] and not failed:
-        result['verdict'] = 'ungraded'  # only what has no check failed
     return result
 
 
@@ -214,8 +209,8 @@ def grade_isolated(path, timeout=TIMEOUT):
     -------
     dict
         :func:`grade_file`'s keys with reports as plain data, plus
-        ``'verdict'`` (``passed``, ``failed``, ``ungraded``: a function
-        with no check in its framework, ``timeout`` or ``crashed``), ``'seconds'`` (in all), ``'startup'`` (of them,
+        ``'verdict'`` (``passed``, ``failed``, ``timeout`` or
+        ``crashed``), ``'seconds'`` (in all), ``'startup'`` (of them,
         importing the library) and ``'output'`` (what the
         submission printed, stdout then stderr, at most
         :data:`OUTPUT_LIMIT` characters).
@@ -263,8 +258,7 @@ def _reason(result):
         return ''
     if result['error']:
         return result['error'].strip().splitlines()[0]
-    unsupported = [r['unsupported'] for r in result['reports']]
-    return ', '.join(_mistakes(result) + [u for u in unsupported if u])
+    return ', '.join(_mistakes(result))
 
 
 def table(results):
@@ -304,8 +298,6 @@ def details(result):
             + (
                 f'passed all {report["cases"]} cases'
                 if report['passed']
-                else f'not graded: {report["unsupported"]}'
-                if report.get('unsupported')
                 else f'{len(report["failures"])} of {report["cases"]} '
                 f'cases failed'
             )

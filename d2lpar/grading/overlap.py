@@ -22,18 +22,11 @@ import threading
 import time
 
 import mxnet as mx
-import numpy as onp
 from mxnet import np, npx
 
-from .report import call, run_cases
-from .steps import (
-    LR,
-    diagnose_step,
-    make_batches,
-    one_device_step,
-    start,
-    values,
-)
+from .battery import epoch_case, epoch_cases
+from .report import run_cases
+from .steps import KIT
 
 # How long a read of a step's numbers may wait for the next step to be
 # queued before it counts as a read of the step in flight.
@@ -42,12 +35,12 @@ _POLL = 0.002
 
 
 class _Gates:
-    """The state every gate of one case looks at."""
+    """The state every gate of one case looks at: which steps were
+    queued and read (``order``, a :class:`d2lpar.grading.battery.
+    InFlight`), and the reads under way."""
 
-    def __init__(self, steps):
-        self.queued = [False] * steps  # the next step was queued
-        self.passed = [False] * steps  # a number of this step was read
-        self.early = []  # steps read before the next was queued
+    def __init__(self, order):
+        self.order = order
         self.reading = 0  # reads of the student's code under way
         self.internal = False  # inside the library's train_batch
         self.done = False  # the student's function returned
@@ -55,21 +48,21 @@ class _Gates:
 
     def wait(self, step):
         """Block until ``step``'s number may pass (in MXNet's thread)."""
-        since = None
+        order, since = self.order, None
         while True:
             with self.lock:
-                if self.done or (self.queued[step] and self.reading):
+                if self.done or (order.queued[step] and self.reading):
                     break
-                if self.reading and not self.queued[step]:
+                if self.reading and not order.queued[step]:
                     since = since or time.perf_counter()
                     if time.perf_counter() - since > EARLY_SECONDS:
-                        self.early.append(step)
+                        order.read(step)  # not queued: an early read
                         break
                 else:
                     since = None
             time.sleep(_POLL)
         with self.lock:
-            self.passed[step] = True
+            order.passed[step] = True
 
 
 _CURRENT = []  # the _Gates of the case running now
@@ -133,10 +126,9 @@ class _Watch:
         (mx.nd, 'waitall'),
     ]
 
-    def __init__(self, gates, steps):
-        self.gates, self.steps = gates, steps
-        self.calls, self.ahead, self.real = 0, None, []
-        self.saved = []
+    def __init__(self, order):
+        self.gates, self.order = _Gates(order), order
+        self.real, self.saved = [], []
 
     def _read(self, original):
         gates = self.gates
@@ -159,15 +151,7 @@ class _Watch:
         gates = self.gates
 
         def train_batch(*args, **kwargs):
-            i = self.calls
-            self.calls += 1
-            if i >= self.steps:
-                raise RuntimeError(
-                    f'train_batch called {i + 1} times for '
-                    f'{self.steps} batches'
-                )
-            if i >= 2 and not gates.passed[i - 2] and self.ahead is None:
-                self.ahead = i
+            i = self.order.call()
             gates.internal = True
             try:
                 losses, corrects = original(*args, **kwargs)
@@ -175,10 +159,7 @@ class _Watch:
                 gates.internal = False
             self.real.append((losses, corrects))
             with gates.lock:
-                if i >= 1:
-                    gates.queued[i - 1] = True
-                if i == self.steps - 1:
-                    gates.queued[i] = True  # no next step to wait for
+                self.order.returned(i)
             return (
                 [_gate(a, i) for a in losses],
                 [_gate(a, i) for a in corrects],
@@ -211,77 +192,8 @@ class _Watch:
         _CURRENT.remove(self.gates)
 
 
-def epoch_cases():
-    """k = 1..3; four uneven batches per epoch."""
-    return [
-        {
-            'k': k,
-            'sizes': (2 * k + 1, k + 1, 3 * k, k + 2),
-            'what': f'k={k} devices, an epoch of 4 batches of '
-            f'{2 * k + 1}, {k + 1}, {3 * k} and {k + 2} examples',
-        }
-        for k in range(1, 4)
-    ]
-
-
-def _stats(real, n):
-    loss = sum(float(a.item()) for losses, _ in real for a in losses)
-    right = sum(float(a.item()) for _, corrects in real for a in corrects)
-    return loss / n, right / n
-
-
 def _epoch_case(fn, case):
-    devs, device_params, reference = start(case['k'], seed=case['k'])
-    batches = make_batches(case['sizes'], case['k'])
-    objects = [list(p) for p in device_params]
-    gates = _Gates(len(batches))
-    with _Watch(gates, len(batches)) as watch:
-        returned = call(fn, batches, device_params, devs, LR)
-    before = values(reference)
-    for X, y in batches:
-        one_device_step(reference, X, y)
-    found = diagnose_step(
-        before, device_params, objects, devs, values(reference), 0
-    )
-    if found:
-        code, text = found
-        return code, text.replace('after step 1', 'after the epoch')
-    if gates.early:
-        i = gates.early[0]
-        return (
-            'synced-every-batch',
-            f"batch {i + 1}'s numbers were read before batch {i + 2} "
-            f'was queued (the devices idled while Python prepared the '
-            f'next batch); read them after the next train_batch call',
-        )
-    if watch.ahead is not None:
-        i = watch.ahead
-        return (
-            'too-far-ahead',
-            f'train_batch was called for batch {i + 1} while no number '
-            f'of batch {i - 1} had been read: more than two steps in '
-            f'flight',
-        )
-    want = _stats(watch.real, sum(case['sizes']))
-    if not (
-        isinstance(returned, tuple)
-        and len(returned) == 2
-        and all(isinstance(v, float) for v in returned)
-    ):
-        return (
-            'bad-return',
-            f'expected (mean loss, accuracy) as two floats, got {returned!r}'[
-                :200
-            ],
-        )
-    if not onp.allclose(returned, want, rtol=1e-4, atol=1e-6):
-        return (
-            'wrong-epoch-stats',
-            f'expected (mean loss, accuracy) = ({want[0]:.6g}, '
-            f'{want[1]:.6g}) over all {sum(case["sizes"])} examples; '
-            f'got ({returned[0]:.6g}, {returned[1]:.6g})',
-        )
-    return None
+    return epoch_case(fn, case, KIT, _Watch)
 
 
 def check_train_epoch(fn):

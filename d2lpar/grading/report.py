@@ -64,31 +64,20 @@ class Report:
         One per failing case, in the order the cases ran.
     framework : str
         ``'mxnet'`` or ``'torch'``: the framework the function was run in.
-    unsupported : str or None
-        Why the function was not graded (no check of it exists in its
-        framework); such a report has run no case and does not pass.
     note : str or None
         What the check could not look at (shown under the headline).
     """
 
-    def __init__(
-        self,
-        check,
-        function,
-        cases,
-        failures,
-        framework='mxnet',
-        unsupported=None,
-    ):
+    def __init__(self, check, function, cases, failures, framework='mxnet'):
         self.check, self.function = check, function
         self.cases, self.failures = cases, list(failures)
-        self.framework, self.unsupported = framework, unsupported
+        self.framework = framework
         self.note = None
 
     @property
     def passed(self):
-        """True when every case passed (and there was a check to run)."""
-        return not self.failures and self.unsupported is None
+        """True when every case passed."""
+        return not self.failures
 
     def __bool__(self):
         return self.passed
@@ -108,17 +97,11 @@ class Report:
             'mistakes': self.mistakes,
             'failures': [f.to_dict() for f in self.failures],
             'framework': self.framework,
-            'unsupported': self.unsupported,
             'note': self.note,
         }
 
     def headline(self):
-        """One line: passed, how many cases failed, or not graded."""
-        if self.unsupported is not None:
-            return (
-                f'{self.check}({self.function}): not graded: '
-                f'{self.unsupported}'
-            )
+        """One line: passed, or how many cases failed."""
         if self.passed:
             return (
                 f'{self.check}({self.function}): passed all {self.cases} cases'
@@ -152,7 +135,7 @@ class Report:
         top = f'**{self.headline()}**'
         if self.note:
             top += f'\n\nnote: {self.note}'
-        if not self.failures:  # passed, or not graded
+        if not self.failures:  # passed
             return top
         f = self.failures[0]
         text = (

@@ -1,59 +1,29 @@
 """Checks for a student's train_batch and gradient accumulation."""
 
-from mxnet import np
-
 from ..model import lenet
-from ..parameters import get_params
+from ..splitting import micro_batches
 from ..training import (
     accumulate_gradients,
     cross_entropy,
-    micro_batches,
     sgd,
     sum_gradients,
 )
-from .report import call, run_cases
-from .steps import (
-    LR,
-    diagnose_step,
-    make_batches,
-    one_device_step,
-    start,
-    values,
-)
+from .battery import accumulation_cases, train_case, train_cases
+from .report import run_cases
+from .steps import KIT
 
-
-def train_cases():
-    """k = 1..5; three steps per case on 2k+1, k+1 and 3k examples."""
-    return [
-        {
-            'k': k,
-            'sizes': (2 * k + 1, k + 1, 3 * k),
-            'what': f'k={k} devices, batches of {2 * k + 1}, {k + 1} '
-            f'and {3 * k} examples',
-        }
-        for k in range(1, 6)
-    ]
+__all__ = [
+    'accumulation_cases',
+    'check_grad_accumulation',
+    'check_train_batch',
+    'micro_batches',
+    'train_batch_accumulate',
+    'train_cases',
+]
 
 
 def _train_case(fn, case, accumulate=None):
-    devs, device_params, reference = start(case['k'], seed=case['k'])
-    kwargs = {} if accumulate is None else {'accumulate': accumulate}
-    for step, (X, y) in enumerate(make_batches(case['sizes'], case['k'])):
-        before = values(reference)
-        objects = [list(p) for p in device_params]
-        call(fn, X, y, device_params, devs, LR, **kwargs)
-        one_device_step(reference, X, y)
-        alts = (
-            _accumulation_mistakes(before, X, y, accumulate)
-            if accumulate
-            else ()
-        )
-        found = diagnose_step(
-            before, device_params, objects, devs, values(reference), step, alts
-        )
-        if found:
-            return found
-    return None
+    return train_case(fn, case, KIT, accumulate)
 
 
 def check_train_batch(fn):
@@ -129,42 +99,6 @@ def train_batch_accumulate(
     )
     sum_gradients(device_params)
     sgd(device_params, lr, X.shape[0])
-
-
-def _accumulation_mistakes(before, X, y, accumulate):
-    """What the usual accumulation mistakes would leave on one device."""
-    micro = micro_batches(X, y, accumulate)
-    n = X.shape[0]
-    out = []
-    last = get_params([np.array(v) for v in before], X.ctx)
-    one_device_step(last, *micro[-1], lr=LR * micro[-1][0].shape[0] / n)
-    out.append(('not-accumulated', values(last)))
-    for scale in (False, True):
-        params = get_params([np.array(v) for v in before], X.ctx)
-        for Xm, ym in micro:
-            one_device_step(
-                params, Xm, ym, lr=LR * Xm.shape[0] / n if scale else LR
-            )
-        out.append(('stepped-per-micro-batch', values(params)))
-    return out
-
-
-def accumulation_cases():
-    """k = 1..5 with 2 or 3 micro-batches (both for k=1); two steps each
-    on batches that split unevenly."""
-    cases = []
-    for k, m in ((1, 2), (1, 3), (2, 3), (3, 2), (4, 3), (5, 2)):
-        sizes = (m * k + 1, m * k + k - 1 or m * k)
-        cases.append(
-            {
-                'k': k,
-                'm': m,
-                'sizes': sizes,
-                'what': f'k={k} devices, accumulate={m}, batches '
-                f'of {sizes[0]} and {sizes[1]} examples',
-            }
-        )
-    return cases
 
 
 def check_grad_accumulation(fn):

@@ -9,24 +9,27 @@ own, framework-neutral (:mod:`d2lpar.grading.battery`,
 :mod:`d2lpar.grading.report`, :mod:`d2lpar.grading.mistakes`): only
 making the tensors and reading them back is PyTorch's here.
 
-What is graded in PyTorch (:data:`CHECKS`, by the function a solution
-defines): homework 1 (``tree_allreduce``, ``sharded_allreduce``; their
-sums and in-place contract, not the elements each device moves: see
+Every assignment is graded in PyTorch (:data:`CHECKS`, by the function
+a solution defines), on the MXNet check's cases: homework 1
+(``tree_allreduce``, ``sharded_allreduce``; their sums and in-place
+contract, not the elements each device moves: see
 :func:`check_allreduce`), homework 2 (``ring_schedule``), homework 3
-(``split_batch``, ``evaluate_accuracy_sharded``) and homework 5
-(``average_params``). Homework 4 (``train_batch_accumulate``), homework
-6 (``train_epoch``) and the book's ``train_batch`` have no PyTorch check
-yet: their ``check_*`` here return a report that says so and does not
-pass.
+(``split_batch``, ``evaluate_accuracy_sharded``), homework 4
+(``train_batch_accumulate``), homework 5 (``average_params``), homework
+6 (``train_epoch``: the order of its calls and reads, see
+:func:`check_train_epoch`) and the book's ``train_batch``.
 """
 
 import sys
 
 import torch
+from torch.utils._pytree import tree_flatten, tree_map
 
 from ..grading import GRADED_BY
 from ..grading.battery import (
     ASSIGNMENTS,
+    StepKit,
+    accumulation_cases,
     allreduce_cases,
     allreduce_shape,
     allreduce_values,
@@ -35,6 +38,8 @@ from ..grading.battery import (
     batch_values,
     calls_library,
     diagnose_sum,
+    epoch_case,
+    epoch_cases,
     evaluate_cases,
     evaluate_data,
     judge_accuracy,
@@ -46,13 +51,17 @@ from ..grading.battery import (
     shard_problem,
     split_case,
     split_cases,
+    step_batch_values,
+    train_case,
+    train_cases,
 )
-from ..grading.report import Report, call, run_cases
+from ..grading.report import call, run_cases
 from ..splitting import shard_ranges
 from . import collectives
 from .devices import devices as make_devices
 from .devices import same_place
 from .model import get_params, init_lenet_params, lenet
+from .training import train_batch
 
 DTYPES = {'float32': torch.float32, 'float64': torch.float64}
 
@@ -369,46 +378,266 @@ def check_evaluate(fn):
     )
 
 
-# ------------------------------------------------- no PyTorch check yet
+# ------------------------------------------------------------ training steps
 
 
-def _not_graded(check):
-    def not_graded(fn):
-        return Report(
-            check,
-            getattr(fn, '__name__', repr(fn)),
-            0,
-            [],
-            'torch',
-            unsupported=(
-                f'{ASSIGNMENTS[check]} has no PyTorch check yet (PyTorch '
-                f'checks exist for {", ".join(GRADED)}); write it with '
-                f'import d2lpar as dp (MXNet) to have it graded'
-            ),
-        )
+def _batches(sizes, seed):
+    return [
+        (torch.from_numpy(X), torch.from_numpy(y))
+        for X, y in step_batch_values(sizes, seed)
+    ]
 
-    not_graded.__name__ = not_graded.__qualname__ = check
-    not_graded.__doc__ = (
-        f'No PyTorch check of {ASSIGNMENTS[check]} exists yet: returns a '
-        f'report that says so and does not pass.'
+
+def _start(k, seed):
+    params = init_lenet_params(seed=seed, scale=0.1)
+    devs = make_devices(k)
+    reference = get_params(params, make_devices(1)[0])
+    return devs, [get_params(params, d) for d in devs], reference
+
+
+def _one_device_step(params, X, y, lr):
+    train_batch(X, y, [params], [params[0].device], lr)
+
+
+def _values(params):
+    return [_host(p).copy() for p in params]
+
+
+def _fresh(values, X):
+    return get_params([torch.from_numpy(v) for v in values], X.device)
+
+
+# The twin's operations for the training-step checks, whose cases and
+# judgement are the MXNet checks' (d2lpar.grading.battery.train_case,
+# diagnose_step, epoch_case).
+STEPS = StepKit(
+    'torch',
+    start=_start,
+    batches=_batches,
+    step=_one_device_step,
+    values=_values,
+    fresh=_fresh,
+    place=_device,
+    same=_same,
+)
+
+
+def check_train_batch(fn):
+    """Check a student's PyTorch data-parallel SGD step on k = 1..5
+    devices: the twin of :func:`d2lpar.check_train_batch`.
+
+    ``fn(X, y, device_params, devices, lr)`` must behave like
+    :func:`d2lpar.torch.train_batch`: after each call every replica
+    ``device_params[i]`` (the same tensors, on ``devices[i]``) equals
+    the parameters after one SGD step on the whole batch on one device.
+    Three steps per case, on batches that do not divide evenly; a step
+    that leaves last step's ``.grad`` in place (PyTorch's ``backward``
+    adds into it) is ``stale-gradients``.
+
+    Returns
+    -------
+    d2lpar.grading.report.Report
+
+    Examples
+    --------
+    >>> from d2lpar import torch as dp
+    >>> bool(dp.check_train_batch(dp.train_batch))
+    True
+    """
+    return run_cases(
+        'check_train_batch',
+        fn,
+        train_cases(),
+        lambda f, c: train_case(f, c, STEPS),
+        'torch',
     )
-    return not_graded
 
 
-check_grad_accumulation = _not_graded('check_grad_accumulation')
-check_train_batch = _not_graded('check_train_batch')
-check_train_epoch = _not_graded('check_train_epoch')
+def check_grad_accumulation(fn):
+    """Check a student's PyTorch gradient accumulation (homework 4) on
+    k = 1..5 devices: the twin of :func:`d2lpar.check_grad_accumulation`.
+
+    ``fn(X, y, device_params, devices, lr, accumulate=m)`` cuts the batch
+    into ``m`` contiguous micro-batches (sizes differing by at most
+    one), adds up their gradients on every device (PyTorch's
+    ``backward`` adds into ``.grad``: zero it once per step, not per
+    micro-batch), then takes one data-parallel SGD step: the replicas
+    must equal one SGD step on the whole batch on one device.
+
+    Returns
+    -------
+    d2lpar.grading.report.Report
+    """
+    return run_cases(
+        'check_grad_accumulation',
+        fn,
+        accumulation_cases(),
+        lambda f, c: train_case(f, c, STEPS, c['m']),
+        'torch',
+    )
+
+
+# ------------------------------------------------------------------ overlap
+#
+# MXNet queues work and returns at once, so its check puts a gate in the
+# engine behind every number. PyTorch on the CPU computes each operator
+# before it returns (on a GPU, CUDA queues kernels the same way MXNet
+# does): what is graded is the loop's order, which is the same on either
+# device. train_batch's numbers are handed to the student as _Numbers,
+# which tell the case's InFlight when Python reads them (.item(),
+# float(), .tolist(), .numpy(), printing; .cpu() or .to() of a GPU
+# tensor), through whatever sums or stacks of them the student makes;
+# torch.cuda.synchronize() reads every step queued so far, as MXNet's
+# npx.waitall() does.
+
+_WATCHING = []  # the _Watch of the case running now
+
+_READS = {
+    getattr(torch.Tensor, name)
+    for name in (
+        'item',
+        'tolist',
+        'numpy',
+        '__array__',
+        '__float__',
+        '__int__',
+        '__bool__',
+        '__index__',
+        '__complex__',
+        '__format__',
+        '__repr__',
+    )
+}
+_COPIES = {torch.Tensor.cpu, torch.Tensor.to}
+
+
+def _plain(a):
+    return a.as_subclass(torch.Tensor) if isinstance(a, _Numbers) else a
+
+
+class _Numbers(torch.Tensor):
+    """A number of train_batch (or a sum of such numbers) that records,
+    while a check watches, when the student's code reads it."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        steps = set()
+        for a in tree_flatten((args, kwargs))[0]:
+            if isinstance(a, _Numbers):
+                steps |= getattr(a, '_steps', frozenset())
+        out = func(*tree_map(_plain, args), **tree_map(_plain, kwargs))
+        if _WATCHING and steps and _is_read(func, args, out):
+            for step in sorted(steps):
+                _WATCHING[-1].order.read(step)
+        return tree_map(lambda o: _numbers(o, steps), out)
+
+
+def _numbers(a, steps):
+    """``a`` as _Numbers of ``steps`` (anything else: as it is)."""
+    if type(a) is not torch.Tensor:
+        return a
+    a = a.as_subclass(_Numbers)
+    a._steps = frozenset(steps)
+    return a
+
+
+def _is_read(func, args, out):
+    if func in _READS:
+        return True
+    # A copy to the CPU waits for a GPU's result; on the CPU it is none.
+    return (
+        func in _COPIES
+        and isinstance(out, torch.Tensor)
+        and out.device.type == 'cpu'
+        and args[0].device.type != 'cpu'
+    )
+
+
+class _Watch:
+    """While active: ``dp.train_batch`` (``d2lpar.torch``'s) returns
+    watched numbers and tells ``order`` of each call;
+    ``torch.cuda.synchronize`` reads every step called so far."""
+
+    def __init__(self, order):
+        self.order, self.real, self.saved = order, [], []
+
+    def _train_batch(self, original):
+        def train_batch(*args, **kwargs):
+            i = self.order.call()
+            losses, corrects = original(*args, **kwargs)
+            self.real.append((losses, corrects))
+            self.order.returned(i)
+            return (
+                [_numbers(a, {i}) for a in losses],
+                [_numbers(a, {i}) for a in corrects],
+            )
+
+        return train_batch
+
+    def _synchronize(self, original):
+        def synchronize(*args, **kwargs):
+            for step in range(self.order.calls):
+                self.order.read(step)
+            return original(*args, **kwargs)
+
+        return synchronize
+
+    def __enter__(self):
+        from .. import torch as package
+        from . import training
+
+        _WATCHING.append(self)
+        for owner in (package, training):
+            self._swap(owner, 'train_batch', self._train_batch)
+        self._swap(torch.cuda, 'synchronize', self._synchronize)
+        return self
+
+    def _swap(self, owner, name, make):
+        original = getattr(owner, name)
+        self.saved.append((owner, name, original))
+        setattr(owner, name, make(original))
+
+    def __exit__(self, *exc):
+        for owner, name, original in reversed(self.saved):
+            setattr(owner, name, original)
+        _WATCHING.remove(self)
+
+
+def check_train_epoch(fn):
+    """Check a student's PyTorch epoch that keeps two steps in flight
+    (homework 6): the twin of :func:`d2lpar.check_train_epoch`.
+
+    ``fn(train_iter, device_params, devices, lr)`` runs
+    :func:`d2lpar.torch.train_batch` (as ``dp.train_batch``) on every
+    batch of ``train_iter`` and returns ``(mean_loss, accuracy)`` over
+    the epoch's examples, as Python floats. It reads each step's numbers
+    (``.item()``) only after it has queued the next step: reading them
+    at once is ``synced-every-batch``, calling step ``i + 2`` before any
+    of step ``i``'s numbers was read is ``too-far-ahead``. The replicas
+    must equal plain SGD over the same batches on one device.
+
+    On the CPU PyTorch computes each step before ``train_batch``
+    returns, so nothing overlaps there; the order graded is the one
+    that lets a GPU (CUDA queues work as MXNet does) compute step
+    ``i + 1`` while Python waits for step ``i``.
+
+    Returns
+    -------
+    d2lpar.grading.report.Report
+    """
+    return run_cases(
+        'check_train_epoch',
+        fn,
+        epoch_cases(),
+        lambda f, c: epoch_case(f, c, STEPS, _Watch),
+        'torch',
+    )
+
 
 # Function name a solution file defines -> the check that grades it in
 # PyTorch (the MXNet table's names: d2lpar.grading.GRADED_BY).
 CHECKS = {fn: globals()[check] for fn, check in GRADED_BY.items()}
-NOT_GRADED = (
-    'check_grad_accumulation',
-    'check_train_batch',
-    'check_train_epoch',
-)
-# The functions a PyTorch solution has graded.
-GRADED = [fn for fn, check in GRADED_BY.items() if check not in NOT_GRADED]
 
 # What ``from d2lpar import torch as dp`` exports of this module: the
 # self-checks, by the names of the MXNet ones.
