@@ -92,3 +92,32 @@ def test_pytorch_keeps_every_core_beside_mxnet():
     assert after == cores
     if cores > 1:  # the drop this undoes (else nothing to see)
         assert before == 1
+
+
+def test_the_engine_modules_are_attributes_imported_on_first_use():
+    """``dp.checkpoint``, ``dp.launch`` and ``dp.worker`` are the twin's
+    modules, as ``d2lpar``'s modules are attributes of ``d2lpar``: not
+    loaded by the import, loaded by the first use, without MXNet; a name
+    that is neither raises AttributeError."""
+    code = """
+        import sys
+        from d2lpar import torch as dp
+        engine = ['checkpoint', 'launch', 'worker']
+        before = [f'd2lpar.torch.{m}' in sys.modules for m in engine]
+        listed = all(m in dir(dp) for m in engine)
+        got = [getattr(dp, m).__name__ for m in engine]
+        loads = dp.checkpoint.load_checkpoint.__module__
+        try:
+            dp.no_such_module
+            missing = 'found'
+        except AttributeError as e:
+            missing = 'no_such_module' in str(e)
+        print(before, listed, got, loads, missing)
+    """
+    out = run(code, prelude=NO_MXNET)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == (
+        "[False, False, False] True ['d2lpar.torch.checkpoint', "
+        "'d2lpar.torch.launch', 'd2lpar.torch.worker'] "
+        'd2lpar.torch.checkpoint True'
+    )

@@ -425,6 +425,38 @@ def test_train_records_every_epoch_and_evaluates(fashion, capsys):
     assert 'epoch 2/2' in capsys.readouterr().out
 
 
+def test_a_pytorch_history_is_drawn_by_the_shared_figures(fashion):
+    """What tdp.train returns is the history the library's figures draw
+    (d2lpar.pages, framework-neutral): its live curves (result.figure)
+    and plot_accuracy plot the run's own numbers, epoch by epoch."""
+    from d2lpar.pages import plot_accuracy
+
+    root, _ = fashion
+    data = tdp.load_fashion_mnist(8, root, seed=0)
+    result = tdp.train(
+        batch_size=8,
+        num_epochs=2,
+        devices=cpus(2),
+        data=data,
+        plot=True,
+        verbose=False,
+    )
+    live = {
+        line.get_label(): list(line.get_ydata())
+        for line in result.figure.axes[0].get_lines()
+    }
+    assert live == {
+        'train loss': result.train_loss,
+        'train acc': result.train_acc,
+        'test acc': result.test_acc,
+    }
+    fig = plot_accuracy([result], ['2 devices'])
+    accuracy, seconds = (ax.get_lines()[0] for ax in fig.axes)
+    assert list(accuracy.get_xdata()) == [1, 2]
+    assert list(accuracy.get_ydata()) == result.test_acc
+    assert list(seconds.get_ydata()) == result.epoch_seconds
+
+
 def test_evaluate_accuracy_counts_examples_not_batches():
     params = tdp.init_lenet_params(seed=1, scale=0.1)
     X, y = as_torch(make_batches((7, 3)))[0]
