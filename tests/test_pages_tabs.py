@@ -324,3 +324,66 @@ def test_pytorch_notebook_runs_without_mxnet(chapter, tmp_path):
         str(ROOT / 'book' / f'{chapter}.md'), str(path), framework='pytorch'
     )
     run_notebook(venv, path, venv_env(venv))
+
+
+SWITCHER = re.compile(
+    r'^````\{tab-set\}\n:sync-group: framework\n\n'
+    r'```\{tab-item\} MXNet\n:sync: mxnet\n.*?^```\n\n'
+    r'```\{tab-item\} PyTorch\n:sync: pytorch\n.*?^```\n````$',
+    re.M | re.S,
+)
+
+
+@pytest.mark.parametrize('chapter', TABBED)
+def test_page_has_the_framework_switcher(chapter):
+    """A page with framework cells offers the synced tab-set (MXNet,
+    PyTorch) once, above its first visible framework cell, and its tabs
+    link the page's two notebooks."""
+    text = (ROOT / 'book' / f'{chapter}.md').read_text()
+    switchers = SWITCHER.findall(text)
+    assert len(switchers) == 1, chapter
+    first_cell = re.search(
+        r'^```\{code-cell\}[^\n]*\n(?!:tags: \[remove-cell)'
+        r'(?::tags:[^\n]*\n)?#@tab ',
+        text,
+        re.M,
+    )
+    assert first_cell and SWITCHER.search(text).start() < first_cell.start()
+    for name in (f'{chapter}.ipynb', f'{chapter}-pytorch.ipynb'):
+        assert f'href="../notebooks/{name}"' in switchers[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('chapter', TABBED)
+@pytest.mark.parametrize('query', ['', '?framework=pytorch'])
+def test_built_page_shows_the_chosen_framework(chapter, query, tmp_path):
+    """After ``make book``, in a browser: the page is marked with the
+    framework chosen (MXNet by default, PyTorch from the tab-set's
+    ``?framework=pytorch``), has cells of both frameworks for the CSS to
+    hide, and no ``#@tab`` marker line is shown."""
+    import shutil
+    import subprocess
+
+    from test_book_html import FLAGS, HTML
+
+    path = os.path.join(HTML, 'book', f'{chapter}.html')
+    if not os.path.exists(path):
+        pytest.fail(f'{path} does not exist: run `make book` first')
+    exe = shutil.which('chromium')
+    assert exe, 'chromium is not installed: run scripts/get-chromium.sh'
+    run = subprocess.run(
+        [exe, *FLAGS, f'--user-data-dir={tmp_path / "profile"}']
+        + ['--dump-dom', f'file://{path}{query}'],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    dom = run.stdout
+    chosen = 'pytorch' if query else 'mxnet'
+    assert re.search(rf'<html [^>]*data-framework="{chosen}"', dom)
+    for framework in ('mxnet', 'pytorch'):
+        assert f'tag_tab-{framework}' in dom
+    assert '#@tab' not in dom
+    with open(os.path.join(HTML, '_static', 'frameworks.css')) as f:
+        assert 'html[data-framework="pytorch"] .tag_tab-mxnet' in f.read()
