@@ -1,10 +1,12 @@
 """Which devices to train on: GPUs when MXNet sees them, else CPU contexts.
 
-d2l's ``try_gpu(i)`` falls back to ``cpu()`` for every ``i``, so "two
-devices" on a laptop silently become one device used twice. Here each
-device is a distinct context: ``cpu(0)``, ``cpu(1)``, ... MXNet gives each
-context its own worker thread, so two CPU contexts really do run side by
-side, on separate cores when the machine has them.
+d2l's ``try_gpu(i)`` falls back to ``cpu()`` for every ``i`` beyond the
+GPUs MXNet sees: without a GPU, "two devices" silently become one device
+used twice; with one GPU they are ``gpu(0)`` and the CPU, and the slower
+sets the pace of every step. Here each device is a distinct context of
+one kind: ``cpu(0)``, ``cpu(1)``, ... MXNet gives each context its own
+worker thread, so two CPU contexts can run side by side, on separate
+cores when the machine has them.
 """
 
 import os
