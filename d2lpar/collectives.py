@@ -102,8 +102,8 @@ def allreduce(data):
     >>> from mxnet import np
     >>> data = [np.ones(2, ctx=mx.cpu(0)), 2 * np.ones(2, ctx=mx.cpu(1))]
     >>> allreduce(data)
-    >>> data[1]
-    array([3., 3.], ctx=cpu(1))
+    >>> data[1], data[1].ctx
+    (array([3., 3.]), cpu(1))
     """
     check_allreduce_input(data, 'allreduce')
     for i in range(1, len(data)):

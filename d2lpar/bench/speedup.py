@@ -190,7 +190,11 @@ def speedups(result, k=2, path='d2lpar'):
         From :func:`two_devices` (or
         :func:`d2lpar.bench.compare_training`).
     k : int, optional
+        The device count compared with one; a count the benchmark
+        measured (2 or 4 for :func:`two_devices`).
     path : str, optional
+        Which training step: ``'d2lpar'`` (the library's) or ``'d2l'``
+        (d2l's, :func:`d2lpar.bench.d2l_train_batch`).
 
     Returns
     -------
@@ -210,7 +214,19 @@ def speedups(result, k=2, path='d2lpar'):
 
 
 def speedup_range(result, k=2, path='d2lpar'):
-    """The lowest and highest of :func:`speedups`, formatted: ``'1.21'``,
-    ``'1.35'``: the book's answer, glued where a page states it."""
+    """The lowest and highest of :func:`speedups`, each formatted with
+    two decimals.
+
+    Parameters
+    ----------
+    result, k, path
+        As for :func:`speedups`.
+
+    Returns
+    -------
+    tuple of str
+        ``(lowest, highest)``, for instance ``('0.95', '1.10')``; the
+        pages glue them where they state a speed-up.
+    """
     values = speedups(result, k, path)
     return f'{min(values):.2f}', f'{max(values):.2f}'

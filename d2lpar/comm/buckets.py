@@ -98,8 +98,11 @@ def make_buckets(sizes, bucket_bytes=None, reverse=True, itemsize=4):
 
     Examples
     --------
+    The 400-byte parameter 2 gets a bucket of its own, and parameter 3
+    cannot share one with it:
+
     >>> make_buckets([10, 10, 100, 10], bucket_bytes=80)
-    [[3, 2], [1, 0]]
+    [[3], [2], [1, 0]]
     """
     order = list(range(len(sizes)))[:: -1 if reverse else 1]
     if bucket_bytes is None:
