@@ -79,6 +79,28 @@ def test_operator_labels_show_in_a_legend():
     assert bp.operator_label('Pooling') == 'Pooling'
 
 
+def test_plot_profile_names_the_chosen_operators_and_sums_the_rest():
+    """names= puts exactly those operators in the legend, in that order,
+    however they rank, and every other operator into "other" (the bar
+    still adds up to all operators)."""
+    ops = {'Convolution': 10.0, 'DeleteVariable': 5.0, '_npx_relu': 1.0,
+           'Pooling': 3.0}  # fmt: skip
+    profile = {'one': dict(operators=ops)}
+    fig = bp.plot_profile(profile, names=['_npx_relu', 'Convolution'])
+    ax = fig.axes[0]
+    assert ax.get_legend_handles_labels()[1] == [
+        'relu',
+        'Convolution',
+        'other',
+    ]
+    widths = [patch.get_width() for patch in ax.patches]
+    assert widths == pytest.approx([1.0, 10.0, 8.0])
+    # Without names: the largest, so the small ReLU is in "other".
+    fig = bp.plot_profile(profile, top=2)
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert labels == ['Convolution', 'DeleteVariable', 'other']
+
+
 @pytest.mark.slow
 def test_profile_training_gives_every_configuration_in_order():
     """The budgeted configurations share a process, the unbudgeted one

@@ -260,7 +260,7 @@ def operator_label(name):
     return name
 
 
-def plot_profile(profile, top=5):
+def plot_profile(profile, top=5, names=None):
     """Stacked bars: each profiled step's costliest operators.
 
     Parameters
@@ -270,6 +270,9 @@ def plot_profile(profile, top=5):
     top : int, optional
         Operators shown by name (the largest of the first profile); the
         rest are summed as "other".
+    names : list of str, optional
+        The operators shown by name instead (MXNet's names, e.g.
+        ``'_npx_relu'``), in this order; ``top`` is then not used.
 
     Returns
     -------
@@ -278,7 +281,7 @@ def plot_profile(profile, top=5):
     from matplotlib.figure import Figure
 
     first = next(iter(profile.values()))['operators']
-    names = list(first)[:top]
+    names = list(first)[:top] if names is None else list(names)
     fig = Figure(figsize=(5.5, 1.2 + 0.5 * len(profile)))
     ax = fig.add_subplot()
     for row, p in enumerate(profile.values()):
