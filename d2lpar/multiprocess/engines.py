@@ -162,8 +162,10 @@ class ParameterServer:
         others at a barrier, pulls, and meets them again before anyone
         pushes anew: all workers then hold the same weights.
         """
+        # This worker's last pulls come back after its pushes: once they
+        # are read, its pushes have reached the servers before the barrier.
         for p in params:
-            p.wait_to_read()  # this worker's last pull, so its pushes
+            p.wait_to_read()
         self.kv._barrier()
         for key, p in enumerate(params):
             self.kv.pull(key, out=p)
