@@ -275,8 +275,12 @@ def interleaved_runs(fns, rounds, repeats=1, warmup=2):
     Parameters
     ----------
     fns : dict of str to callable
+        The functions to time, each taking no arguments.
     rounds : int
+        How many rounds; each times every function once.
     repeats, warmup : int, optional
+        Timed runs per function and round (their median is the round's
+        time), and untimed runs of each function before the first round.
 
     Returns
     -------
