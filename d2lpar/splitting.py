@@ -61,14 +61,15 @@ def split_batch(X, y, devices):
 
     Examples
     --------
+    >>> import mxnet as mx
     >>> from mxnet import np
     >>> X_shards, y_shards = split_batch(np.arange(20).reshape(4, 5),
     ...                                  np.arange(4), [mx.cpu(0), mx.cpu(1)])
     >>> [x.shape for x in X_shards]
     [(2, 5), (2, 5)]
     """
-    # Imported here, not at the top: shard_sizes and shard_ranges are
-    # framework-neutral, and d2lpar.torch imports them without MXNet.
+    # (imported here so that the framework-neutral functions above and
+    # below load without MXNet)
     from .checks import check_devices
 
     check_devices(devices, 'split_batch')

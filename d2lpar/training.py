@@ -133,7 +133,8 @@ def train_batch(
     """
     if accumulate > 1:  # gradient accumulation, taught in its own chapter
         return train_micro_batches(**locals())  # all arguments, passed on
-    # Checked, and whole-number float labels (MXNet's default dtype) cast
+    # Check the arguments; cast whole-number float labels (MXNet's
+    # default dtype) to int32
     X, y = check_step(X, y, device_params, devices, lr, accumulate)
     X_shards, y_shards = check_split(split(X, y, devices), X.shape[0], devices)
     # Each device: its shard's loss and, in its replica's .grad, gradients
