@@ -120,6 +120,8 @@ def test_horovod_command_lists_every_host():
     command = be.engine_command('horovod', 4, ['--epochs', '1'], hosts=hosts)
     assert command[command.index('-H') + 1] == '10.0.0.1:2,10.0.0.2:2'
     assert command[command.index('--network-interfaces') + 1] == 'veth0'
+    real = be.engine_command('horovod', 4, [], hosts=hosts, interface='eth0')
+    assert real[real.index('--network-interfaces') + 1] == 'eth0'
 
 
 @pytest.mark.skipif(

@@ -50,7 +50,13 @@ def _horovodrun():
 
 
 def engine_command(
-    engine, workers, worker_args, timeout=600, servers=1, hosts=None
+    engine,
+    workers,
+    worker_args,
+    timeout=600,
+    servers=1,
+    hosts=None,
+    interface=netem.DEVICE,
 ):
     """The command that starts ``workers`` workers on ``engine``.
 
@@ -64,8 +70,12 @@ def engine_command(
         The launcher's time limit (parameter server).
     servers : int, optional
     hosts : list of d2lpar.multiprocess.Host, optional
-        Horovod: the hosts for ``-H`` (workers dealt evenly), reached
-        over their :data:`d2lpar.multiprocess.netem.DEVICE`; default this one.
+        Horovod: the hosts for ``-H`` (workers dealt evenly); default
+        this one.
+    interface : str, optional
+        Horovod on ``hosts``: the network interface they reach each other
+        on; default the emulated hosts'
+        :data:`d2lpar.multiprocess.netem.DEVICE`.
 
     Returns
     -------
@@ -98,7 +108,7 @@ def engine_command(
             listed,
             '--gloo',
             '--network-interfaces',
-            netem.DEVICE,
+            interface,
             *worker,
         ]
     if engine == 'horovod':

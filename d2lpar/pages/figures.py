@@ -428,10 +428,11 @@ def plot_network(rows):
     """Measured step time against the cost model over emulated rates.
 
     Taught in :doc:`/book/several-hosts`. One color per setup (hosts,
-    engine, servers): dots are measured, dashes the model's prediction
-    (compute alone plus the model's transfers), dots-and-dashes the
-    model with the bytes each parameter server really holds, from the
-    rows of :func:`d2lpar.bench.measure_network`.
+    engine, servers): dots are measured, crosses on dashes the model's
+    prediction (compute alone plus the model's transfers), pluses on
+    dots-and-dashes the model with the bytes each parameter server really
+    holds, from the rows of :func:`d2lpar.bench.measure_network` (the
+    markers show a setup measured at one rate only).
 
     Returns
     -------
@@ -460,7 +461,7 @@ def plot_network(rows):
         ax.plot(
             x,
             [1e3 * r['predicted'] for r in mine],
-            '--',
+            'x--',
             color=color,
             label=f'{label}: model',
         )
@@ -471,7 +472,8 @@ def plot_network(rows):
             ax.plot(
                 x,
                 [1e3 * p for p in placed],
-                '-.',
+                '+-.',
+                markersize=12,  # visible around a measured dot
                 color=color,
                 label=f'{label}: model, arrays as placed',
             )
