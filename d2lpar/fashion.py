@@ -6,11 +6,18 @@ Both loaders, MXNet's (:func:`d2lpar.load_fashion_mnist`) and PyTorch's
 (:mod:`d2lpar.idx` reads them) in the same folders, name every folder
 they searched when none has them, and shuffle the training set in the
 same seeded order, so both frameworks train on the same minibatches.
-Imports neither framework.
+:func:`download` fetches the files into MXNet's cache from the mirror
+MXNet's Gluon uses, with the standard library only (PyTorch's loader
+calls it; a student without MXNet, d2l or torchvision still gets the
+data). Imports neither framework.
 """
 
+import hashlib
 import os
 import platform
+import tempfile
+import urllib.error
+import urllib.request
 import warnings
 
 import numpy as onp
@@ -18,6 +25,20 @@ import numpy as onp
 from .idx import FILES
 
 DEBIAN_DIR = '/usr/share/datasets/fashion-mnist'
+
+#: Gluon's mirror (``mxnet.gluon.utils._get_repo_url``); the
+#: environment variable ``$MXNET_GLUON_REPO`` replaces it, as in MXNet.
+GLUON_REPO = 'https://apache-mxnet.s3-accelerate.dualstack.amazonaws.com/'
+#: Where the files lie under the mirror (Gluon's ``FashionMNIST``).
+NAMESPACE = 'gluon/dataset/fashion-mnist/'
+#: SHA-1 of each ``.gz`` file on the mirror, as Gluon's ``FashionMNIST``
+#: checks them (mxnet/gluon/data/vision/datasets.py, MXNet 1.9.1).
+SHA1 = {
+    'train-images-idx3-ubyte.gz': '0cf37b0d40ed5169c6b3aba31069a9770ac9043d',
+    'train-labels-idx1-ubyte.gz': '236021d52f1e40852b06a4c3008d8de8aef1e40b',
+    't10k-images-idx3-ubyte.gz': '626ed6a7c06dd17c0eec72fa3be1740f146a2863',
+    't10k-labels-idx1-ubyte.gz': '17f9ab60e7257a1620f4ad76bbbaf857c3920701',
+}
 
 
 def mxnet_cache_dir():
@@ -124,6 +145,135 @@ def not_found(report, download=None):
         'sudo apt-get install -y dataset-fashion-mnist, or\n'
         '  2. put the four .gz IDX files in a folder and pass root=FOLDER '
         'or set D2LPAR_DATA=FOLDER.'
+    )
+
+
+class DownloadError(OSError):
+    """A Fashion-MNIST file could not be fetched or failed its SHA-1
+    check; the message names the URL, why, and how to place the files
+    by hand."""
+
+
+def mirror_url(url=None):
+    """The folder URL the four files are fetched from: ``url`` if given,
+    else ``$MXNET_GLUON_REPO`` (else :data:`GLUON_REPO`) followed by
+    :data:`NAMESPACE`, as MXNet's Gluon builds it."""
+    if url is None:
+        repo = os.environ.get('MXNET_GLUON_REPO') or GLUON_REPO
+        url = repo.rstrip('/') + '/' + NAMESPACE
+    return url.rstrip('/') + '/'
+
+
+def _fetch(url, path, sha1, timeout):
+    """Stream ``url`` into a temporary file beside ``path``, check its
+    SHA-1, then rename it to ``path``; return its size in bytes. Nothing
+    is left at ``path`` (or beside it) if any step fails."""
+    directory, name = os.path.split(path)
+    fd, part = tempfile.mkstemp(
+        prefix=f'.{name}.', suffix='.part', dir=directory
+    )
+    try:
+        digest, size = hashlib.sha1(), 0
+        with os.fdopen(fd, 'wb') as out:
+            with urllib.request.urlopen(url, timeout=timeout) as response:
+                while chunk := response.read(1 << 20):
+                    digest.update(chunk)
+                    out.write(chunk)
+                    size += len(chunk)
+        if digest.hexdigest() != sha1:
+            raise DownloadError(
+                f'{name} from {url} has SHA-1 {digest.hexdigest()}, expected '
+                f'{sha1}: a corrupt or wrong file ({size} bytes); it was '
+                f'not kept'
+            )
+        os.replace(part, path)
+        return size
+    finally:
+        if os.path.exists(part):
+            os.remove(part)
+
+
+def _why(error, timeout):
+    """A short reason for a failed request."""
+    reason = getattr(error, 'reason', error)
+    if isinstance(error, urllib.error.HTTPError):
+        return f'HTTP {error.code} {error.reason}'
+    if isinstance(reason, TimeoutError):
+        return f'no answer within the timeout of {timeout} s'
+    return f'{type(reason).__name__}: {reason}'
+
+
+def download(directory=None, *, url=None, sha1=None, timeout=30, log=None):
+    """Fetch the Fashion-MNIST files ``directory`` lacks.
+
+    Standard library only: each of the four ``.gz`` IDX files missing
+    from ``directory`` is fetched from the mirror, its SHA-1 checked,
+    and only then renamed into place (a failed or corrupt download
+    leaves nothing behind). Files already there cause no request.
+
+    Parameters
+    ----------
+    directory : str, optional
+        Where the files go; default MXNet's cache
+        (:func:`mxnet_cache_dir`), which both loaders search.
+    url : str, optional
+        The folder holding the four files; default
+        :func:`mirror_url` (Gluon's mirror, or ``$MXNET_GLUON_REPO``).
+    sha1 : dict, optional
+        File name to expected SHA-1; default :data:`SHA1`.
+    timeout : float, optional
+        Seconds each request may wait for the server (to connect, or for
+        the next data) before it fails.
+    log : callable, optional
+        Called with each progress line: one before, then one per file
+        fetched (name, size); default ``print``.
+
+    Returns
+    -------
+    list of str
+        The names fetched (empty when all four were there).
+
+    Raises
+    ------
+    DownloadError
+        Naming the file, its URL, why it failed (no answer within the
+        timeout, HTTP error, SHA-1 mismatch, ...), and where to put the
+        files by hand.
+    """
+    directory = os.fspath(directory or mxnet_cache_dir())
+    missing = missing_files(directory)
+    if not missing:
+        return []
+    base, sha1 = mirror_url(url), sha1 or SHA1
+    log = log or (lambda line: print(line, flush=True))
+    os.makedirs(directory, exist_ok=True)
+    log(
+        f'Fashion-MNIST: downloading {len(missing)} file(s) from {base} '
+        f'into {directory}'
+    )
+    for name in missing:
+        source = base + name
+        try:
+            size = _fetch(
+                source, os.path.join(directory, name), sha1[name], timeout
+            )
+        except DownloadError as e:
+            raise DownloadError(f'{e}.\n{by_hand(base, directory)}') from e
+        except (OSError, ValueError) as e:  # URLError, timeouts, disk
+            raise DownloadError(
+                f'could not download {name} from {source}: '
+                f'{_why(e, timeout)}.\n{by_hand(base, directory)}'
+            ) from e
+        log(f'  {name}: {size / 1e6:.1f} MB, SHA-1 checked')
+    return missing
+
+
+def by_hand(base, directory):
+    """How to place the four files without this download."""
+    names = ', '.join(FILES['train'] + FILES['test'])
+    return (
+        f'To place them by hand, fetch {names} from {base} (or any '
+        f'Fashion-MNIST copy) into {directory}'
     )
 
 

@@ -339,6 +339,8 @@ def fashion(tmp_path, monkeypatch):
     monkeypatch.delenv('D2LPAR_DATA', raising=False)
     monkeypatch.setenv('MXNET_HOME', str(tmp_path / 'mxnet-home'))
     monkeypatch.setattr(tdata, 'DEBIAN_DIR', str(tmp_path / 'debian'))
+    # never the internet: a download tried goes to a closed local port
+    monkeypatch.setenv('MXNET_GLUON_REPO', 'http://127.0.0.1:9/')
     root = tmp_path / 'mine'
     written = write_fashion_dir(root, n_train=40, n_test=12)
     return str(root), written

@@ -2,13 +2,24 @@
 
 The same four IDX files as :func:`d2lpar.load_fashion_mnist`, read and
 validated by the framework-neutral :mod:`d2lpar.idx`, looked for in the
-same folders; nothing is downloaded here.
+same folders; when none has them, :func:`d2lpar.fashion.download`
+fetches them into MXNet's cache with the standard library (no MXNet,
+d2l or torchvision needed).
 """
 
 import torch
 from torch.utils.data import DataLoader, Sampler, TensorDataset
 
-from ..fashion import DEBIAN_DIR, SeededShuffle, look_for, not_found
+from .. import fashion
+from ..fashion import (
+    DEBIAN_DIR,
+    DownloadError,
+    SeededShuffle,
+    look_for,
+    mxnet_cache_dir,
+    not_found,
+    warn_if_passed_over,
+)
 from ..fashion import search_dirs as _search_dirs
 from ..idx import read_split
 from .checks import check_positive
@@ -32,15 +43,24 @@ def search_dirs(root=None):
     return _search_dirs(root, debian=DEBIAN_DIR)
 
 
-def find_fashion_mnist(root=None):
+def find_fashion_mnist(root=None, download=True):
     """Return the first folder of :func:`search_dirs` holding all four
     files.
+
+    Parameters
+    ----------
+    root : str, optional
+        Searched first; see :func:`search_dirs` for the rest.
+    download : bool, optional
+        When no folder has the files, fetch the missing ones into MXNet's
+        cache (:func:`d2lpar.fashion.download`: Gluon's mirror, or
+        ``$MXNET_GLUON_REPO``; SHA-1 checked) before giving up.
 
     Raises
     ------
     FileNotFoundError
-        Naming every folder searched, what each lacked, and how to get
-        the data.
+        Naming every folder searched, what each lacked, why the download
+        failed (URL and reason), and how to get the data.
 
     Warns
     -----
@@ -49,9 +69,17 @@ def find_fashion_mnist(root=None):
         folder is used instead.
     """
     directory, report = look_for(search_dirs(root))
-    if directory is None:
-        raise not_found(report)
-    return directory
+    if directory is not None:
+        return directory
+    if not download:
+        raise not_found(report, 'Download: not attempted (download=False)')
+    cache = mxnet_cache_dir()
+    try:
+        fashion.download(cache)  # returns once all four are there
+    except DownloadError as e:
+        raise not_found(report, f'Download into the MXNet cache: {e}') from e
+    warn_if_passed_over(report, cache)
+    return cache
 
 
 class ShuffleSampler(SeededShuffle, Sampler):
@@ -73,12 +101,13 @@ def load_fashion_mnist(
     num_test=None,
     seed=None,
     start_epoch=0,
+    download=True,
 ):
     """Load the real Fashion-MNIST as PyTorch minibatch iterators.
 
     Taught in :doc:`/book/training`. The twin of
-    :func:`d2lpar.load_fashion_mnist` (which can also download; this
-    one reads the files already there).
+    :func:`d2lpar.load_fashion_mnist`: the same folders, the same files,
+    and the same download target when none has them (MXNet's cache).
 
     Parameters
     ----------
@@ -94,6 +123,10 @@ def load_fashion_mnist(
         it, PyTorch's global generator shuffles.
     start_epoch : int, optional
         With ``seed``: the first pass uses this epoch's order.
+    download : bool, optional
+        If no folder has the files, download them (see
+        :func:`find_fashion_mnist`); files already present cause no
+        request.
 
     Returns
     -------
@@ -104,15 +137,16 @@ def load_fashion_mnist(
     Raises
     ------
     FileNotFoundError, d2lpar.idx.DatasetError, TypeError, ValueError
-        As MXNet's loader: no folder has the files (the message names
-        each folder searched, see :func:`find_fashion_mnist`), a file is
+        As MXNet's loader: no folder has the files and the download
+        failed (the message names each folder searched and the failed
+        URL, see :func:`find_fashion_mnist`), a file is
         corrupt or truncated (named), or a size is not positive.
     """
     check_positive('batch_size', batch_size, 'load_fashion_mnist', True)
     for name, value in (('num_train', num_train), ('num_test', num_test)):
         if value is not None:
             check_positive(name, value, 'load_fashion_mnist', True)
-    directory = find_fashion_mnist(root)
+    directory = find_fashion_mnist(root, download)
     iters = []
     for split, limit in (('train', num_train), ('test', num_test)):
         X, y = read_split(directory, split)
