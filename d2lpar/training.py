@@ -408,7 +408,7 @@ def train(
     Examples
     --------
     >>> import d2lpar as dp
-    >>> result = dp.train(num_gpus=2, num_epochs=1, plot=False)
+    >>> result = dp.train(num_gpus=2, num_epochs=1, plot=False, verbose=False)
     >>> result.train_loss, result.test_acc  # doctest: +SKIP
     """
     check_train_arguments(

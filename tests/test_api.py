@@ -220,13 +220,7 @@ print(json.dumps(report))
 TRAINING_EXAMPLES = {'d2lpar.train'}
 # Examples known to be wrong, each with what to change; the strict xfail
 # below fails once one is fixed, so its entry goes.
-KNOWN_WRONG = {
-    'd2lpar.train': (
-        'd2lpar/training.py: dp.train prints as it trains, under an '
-        'example line that shows no output; show it or mark the line '
-        '"# doctest: +SKIP"'
-    ),
-}
+KNOWN_WRONG = {}
 
 
 def slow_if_training(names):
