@@ -17,9 +17,10 @@ thing each, here and in the chapters:
 - **ceiling**: the best ratio to the copy that a count of bytes allows
   at one copy's memory bandwidth, computed, not measured
   (:func:`d2lpar.comm.memory_traffic`).
-- **noise floor**: at ``k = 2`` the sharded and ring allreduces make
-  the same transfers; the gap between their times is what the
-  benchmark cannot resolve (:func:`allreduce_noise`). :func:`allreduce_verdict` states a
+- **noise floor**: at ``k = 2`` the sharded and ring allreduces do
+  equivalent work; the gap between their times, in the fixed order of
+  every round, is the smallest difference stated
+  (:func:`allreduce_noise`). :func:`allreduce_verdict` states a
   difference only when it is larger and every run agrees.
 - **targets**: :data:`TARGETS`, ratios the command line reports for
   sizes from 16 MB (:func:`allreduce_targets`).
@@ -396,9 +397,11 @@ def allreduce_noise(rows, nbytes, k=2):
     """The benchmark's noise floor at one size: a relative gap.
 
     On two devices the sharded and the ring allreduce make the same
-    transfers (each device sends half the array, adds, sends the other
-    half back); only which half goes first differs. Any gap between
-    their median times is what this benchmark cannot tell apart.
+    transfers (each device sends half the array, adds, sends the summed
+    half back); they differ in which half each device reduces. Every
+    round runs them in a fixed order, the sharded row right after
+    ``'naive (reused)'``, so the gap between their median times mixes
+    the machine's noise with each row's place in the round.
 
     Parameters
     ----------
