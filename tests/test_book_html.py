@@ -120,7 +120,7 @@ def test_limit_page_as_a_reader_sees_it(tmp_path):
     # The same range as the training page: one measurement, read twice.
     assert re.search(
         r'\d+ ms on one device and \d+ ms on two \(medians of \d+ '
-        r'rounds\), \d+\.\d and \d+\.\d times the limit; per step, two '
+        r'rounds\), \d+\.\d+ and \d+\.\d+ times the limit; per step, two '
         r'devices ran \d+\.\d\d to \d+\.\d\d times as fast as one',
         text,
     )
