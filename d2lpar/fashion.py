@@ -156,8 +156,9 @@ class DownloadError(OSError):
 
 def mirror_url(url=None):
     """The folder URL the four files are fetched from: ``url`` if given,
-    else ``$MXNET_GLUON_REPO`` (else :data:`GLUON_REPO`) followed by
-    :data:`NAMESPACE`, as MXNet's Gluon builds it."""
+    else ``$MXNET_GLUON_REPO`` (else Gluon's default mirror,
+    ``d2lpar.fashion.GLUON_REPO``) followed by
+    ``gluon/dataset/fashion-mnist/``, as MXNet's Gluon builds it."""
     if url is None:
         repo = os.environ.get('MXNET_GLUON_REPO') or GLUON_REPO
         url = repo.rstrip('/') + '/' + NAMESPACE
@@ -220,7 +221,8 @@ def download(directory=None, *, url=None, sha1=None, timeout=30, log=None):
         The folder holding the four files; default
         :func:`mirror_url` (Gluon's mirror, or ``$MXNET_GLUON_REPO``).
     sha1 : dict, optional
-        File name to expected SHA-1; default :data:`SHA1`.
+        File name to expected SHA-1; default ``d2lpar.fashion.SHA1``,
+        the sums Gluon's ``FashionMNIST`` checks in MXNet 1.9.1.
     timeout : float, optional
         Seconds each request may wait for the server (to connect, or for
         the next data) before it fails.

@@ -17,9 +17,9 @@ thing each, here and in the chapters:
 - **ceiling**: the best ratio to the copy that a count of bytes allows
   at one copy's memory bandwidth, computed, not measured
   (:func:`d2lpar.comm.memory_traffic`).
-- **noise floor**: at ``k = 2`` the sharded and ring allreduces do
+- **floor**: at ``k = 2`` the sharded and ring allreduces do
   equivalent work; the gap between their times, in the fixed order of
-  every round, is the smallest difference stated
+  every round, is the smallest relative difference stated
   (:func:`allreduce_noise`). :func:`allreduce_verdict` states a
   difference only when it is larger and every run agrees.
 - **targets**: :data:`TARGETS`, ratios the command line reports for
@@ -104,8 +104,10 @@ def time_allreduce(algorithm, devices, nbytes, repeats=10, warmup=2):
     ----------
     algorithm, devices, nbytes
         See :func:`allreduce_work`.
-    repeats, warmup : int, optional
-        Timed and untimed runs; every run ends with ``npx.waitall()``.
+    repeats : int, optional
+        Timed runs; every run ends with ``npx.waitall()``.
+    warmup : int, optional
+        Untimed runs before the first timed one.
 
     Returns
     -------
@@ -252,7 +254,10 @@ def time_lenet_sync(algorithm, devices, bucket=False, repeats=20, warmup=3):
     ----------
     algorithm, devices, bucket
         See :func:`lenet_sync`.
-    repeats, warmup : int, optional
+    repeats : int, optional
+        Timed runs, whose median is returned.
+    warmup : int, optional
+        Untimed runs before the first timed one.
 
     Returns
     -------
@@ -279,9 +284,11 @@ def interleaved_runs(fns, rounds, repeats=1, warmup=2):
         The functions to time, each taking no arguments.
     rounds : int
         How many rounds; each times every function once.
-    repeats, warmup : int, optional
-        Timed runs per function and round (their median is the round's
-        time), and untimed runs of each function before the first round.
+    repeats : int, optional
+        Timed runs per function and round; their median is the round's
+        time.
+    warmup : int, optional
+        Untimed runs of each function before the first round.
 
     Returns
     -------
@@ -394,7 +401,7 @@ def find_allreduce_row(rows, k, nbytes, name):
 
 
 def allreduce_noise(rows, nbytes, k=2):
-    """The benchmark's noise floor at one size: a relative gap.
+    """The smallest relative gap the benchmark states at one size.
 
     On two devices the sharded and the ring allreduce make the same
     transfers (each device sends half the array, adds, sends the summed
@@ -410,7 +417,7 @@ def allreduce_noise(rows, nbytes, k=2):
         measured on ``k`` devices at ``nbytes``.
     nbytes : int
     k : int, optional
-        2: the device count where the two do identical work.
+        2: the device count where the two do equivalent work.
 
     Returns
     -------
@@ -423,18 +430,22 @@ def allreduce_noise(rows, nbytes, k=2):
 
 
 def allreduce_verdict(rows, k, nbytes, a, b, floor):
-    """How row ``a`` compared with row ``b``, only beyond the noise.
+    """How row ``a`` compared with row ``b``, only beyond the floor.
 
     Parameters
     ----------
     rows : list of dict
         As returned by :func:`measure_allreduce`.
-    k, nbytes : int
-        Which measurement.
-    a, b : str
-        Row names, e.g. ``'ring'`` and ``'naive'``.
+    k : int
+        The device count of the measurement.
+    nbytes : int
+        The array size of the measurement, in bytes.
+    a : str
+        A row name, e.g. ``'ring'``.
+    b : str
+        The row it is compared with, e.g. ``'naive'``.
     floor : float
-        The noise floor (:func:`allreduce_noise`), a relative gap.
+        The smallest relative gap stated (:func:`allreduce_noise`).
 
     Returns
     -------
@@ -452,14 +463,16 @@ def allreduce_verdict(rows, k, nbytes, a, b, floor):
 
 
 def judge(a, b, floor=0.0):
-    """How timings ``a`` compare with timings ``b``, beyond the noise.
+    """How timings ``a`` compare with timings ``b``, beyond a floor.
 
     Parameters
     ----------
-    a, b : sequence of float
-        Seconds of each round of two settings.
+    a : sequence of float
+        Seconds of each round of one setting.
+    b : sequence of float
+        Seconds of each round of the setting it is compared with.
     floor : float, optional
-        A relative gap the measurement cannot resolve (:func:`allreduce_noise`).
+        The smallest relative gap stated (:func:`allreduce_noise`).
 
     Returns
     -------

@@ -288,9 +288,10 @@ def comm_overlap(events):
 
     Returns
     -------
-    overlapped, total : float
-        Communication time that coincided with some compute operator
-        (on any device), and all communication time, in ms.
+    tuple of (float, float)
+        ``(overlapped, total)``: communication time that coincided with
+        some compute operator (on any device), and all communication
+        time, in ms.
     """
     comm = [(s, t) for _, name, s, t in events if name in COMM_OPS]
     compute = [
