@@ -12,7 +12,8 @@ installed: a literalinclude becomes a code cell displaying the source of
 the same function (so the code a chapter explains is in the notebook),
 a glue role the value the book's build glued (read from its executed
 notebook in ``--executed DIR``; without one, the glued name in code
-font), an admonition a bold title, a role its text.
+font), an admonition a bold title, a role its text (a ``{py:func}`` name in
+code font).
 
 A student gets what a student needs, not the book's plumbing: the
 statements of ``remove-cell`` cells that only glue, assert or compute
@@ -55,6 +56,8 @@ GLUE_BLOCK = re.compile(
     re.M,
 )
 ROLE = re.compile(r'\{(?:doc|ref|numref|term|download|eq)\}`([^`]+)`')
+# Python-domain roles ({py:func}, {py:mod}, ...): a name, shown in code font.
+PY_ROLE = re.compile(r'\{py:\w+\}`([^`]+)`')
 FENCE_OPEN = re.compile(r'^(`{3,}|:{3,})\{([\w-]+)\}[ \t]*(.*)$')
 OPTION = re.compile(r'^[ \t]*:[\w-]+:.*$')
 SOLUTION = re.compile(
@@ -268,6 +271,19 @@ def role_text(match):
     return f'*{title}*'
 
 
+def py_role_text(match):
+    """A Python-domain role's name in code font: its own text where it
+    gives one (``{py:func}`dp.f <d2lpar.f>``` shows ``dp.f``), else its
+    target (less a leading ``~``'s module path, as Sphinx shows it)."""
+    target = match.group(1)
+    shown = re.match(r'(.*?)\s*<([^>]*)>$', target)
+    if shown:
+        return f'`{shown.group(1)}`'
+    if target.startswith('~'):
+        target = target[1:].split('.')[-1]
+    return f'`{target}`'
+
+
 def plain_markdown(text, glued=None):
     """Replace directives and roles that only Sphinx renders; a glue role
     becomes its value from ``glued`` (else its name in code font)."""
@@ -285,6 +301,7 @@ def plain_markdown(text, glued=None):
     text = GLUE_BLOCK.sub(block, text)
     text = GLUE.sub(value, text)
     text = ROLE.sub(role_text, text)
+    text = PY_ROLE.sub(py_role_text, text)
     lines, open_fences, after_open = [], [], False
     for line in text.split('\n'):
         match = FENCE_OPEN.match(line)

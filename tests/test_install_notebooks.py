@@ -28,6 +28,7 @@ SPHINX_ONLY = (
     '{glue',
     '{admonition}',
     '{doc}',
+    '{py:',
     '{eval-rst}',
     ':class: dropdown',
 )
@@ -172,6 +173,15 @@ def test_plumbing_goes_and_what_is_read_stays(tmp_path):
     assert 'Text `x0`.' in text
     glued = chapter_notebook.plain_markdown('Text {glue:md}`x0`.', {'x0': '7'})
     assert glued == 'Text 7.'
+
+
+def test_python_roles_become_code_font():
+    """A {py:...} role shows its own text, else its target (a ``~``
+    target its last part), in code font, as Sphinx shows it."""
+    plain = chapter_notebook.plain_markdown
+    assert plain('{py:func}`d2lpar.f` x') == '`d2lpar.f` x'
+    assert plain('{py:func}`dp.f <d2lpar.f>`') == '`dp.f`'
+    assert plain('{py:mod}`~d2lpar.comm`') == '`comm`'
 
 
 @pytest.mark.parametrize('chapter', CHAPTERS)
