@@ -29,9 +29,10 @@ def split_batch(X, y, devices):
     Returns
     -------
     X_shards, y_shards : list of torch.Tensor
-        Shard ``i`` lives on ``devices[i]`` (on the CPU, a view of ``X``:
-        nothing is copied). Every example lands on exactly one device,
-        in order.
+        Shard ``i`` lives on ``devices[i]``: a copy, also on the CPU's
+        labels (``.to(torch.device('cpu', i))`` returns a new tensor); only the
+        shard for the GPU that ``X`` already lives on shares its memory.
+        Every example lands on exactly one device, in order.
 
     Raises
     ------
