@@ -43,8 +43,10 @@ def build(tmp_path, planted):
     shutil.copy(os.path.join(ROOT, '_config.yml'), book)
     (book / '_toc.yml').write_text('format: jb-book\nroot: chapter\n')
     (book / 'chapter.md').write_text(CHAPTER.format(planted=planted))
-    if not (book / '.mathjax').exists():
-        os.symlink(os.path.join(ROOT, '.mathjax'), book / '.mathjax')
+    # The static files _config.yml lists, as the book has them.
+    for static in ('.mathjax', '_static'):
+        if not (book / static).exists():
+            os.symlink(os.path.join(ROOT, static), book / static)
     jb = os.path.join(os.path.dirname(sys.executable), 'jupyter-book')
     subprocess.run([jb, 'clean', str(book)], capture_output=True, timeout=120)
     (book / '_build' / 'extra').mkdir(parents=True, exist_ok=True)
