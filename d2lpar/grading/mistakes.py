@@ -87,8 +87,9 @@ MISTAKES = {
     'not: gradients (or a buffer) from the previous '
     'step leak into the next; zero them first.',
     'not-accumulated': "Only the last micro-batch's gradient was used: "
-    'backward() overwrites .grad, so add each '
-    "micro-batch's gradient into a sum.",
+    "add each micro-batch's gradient into a sum (MXNet's backward() "
+    "overwrites .grad; PyTorch's adds to it, so do not zero it between "
+    'micro-batches).',
     'stepped-per-micro-batch': 'You updated the parameters after every '
     'micro-batch; accumulate, then take one '
     'step.',
