@@ -488,6 +488,8 @@ def plumbing(stmt, needed):
     code reads (a placeholder for the prose)."""
     if isinstance(stmt, (ast.Assert, ast.Pass)):
         return True
+    if isinstance(stmt, ast.Delete):  # ``del`` of names: cleanup only
+        return all(isinstance(t, ast.Name) for t in stmt.targets)
     if isinstance(stmt, ast.Expr):
         func = getattr(stmt.value, 'func', None)
         name = getattr(func, 'attr', getattr(func, 'id', None))

@@ -145,8 +145,8 @@ def test_notebook_has_no_plumbing(chapter):
 
 def test_plumbing_goes_and_what_is_read_stays(tmp_path):
     """The pruning can fail and keeps what it must: from removed cells
-    the glue, the asserts and the names nothing reads go (a cell of
-    only that goes whole), a name a visible cell reads stays, and a
+    the glue, the asserts, the ``del`` of names and the names nothing
+    reads go (a cell of only that goes whole), a name a visible cell reads stays, and a
     visible cell loses only its glue calls."""
     page = tmp_path / 'page.md'
     page.write_text(
@@ -161,7 +161,8 @@ def test_plumbing_goes_and_what_is_read_stays(tmp_path):
         '```{code-cell} ipython3\nm = n * 2\n'
         "dp.glue_text('m', str(m))\nprint(m)\n```\n\n"
         '```{code-cell} ipython3\n:tags: [remove-cell]\n'
-        "assert m == 6\ndp.glue_text('k', str(m))\n```\n"
+        "import os as other\nassert m == 6\ndp.glue_text('k', str(m))\n"
+        'del other\n```\n'
     )
     nb = chapter_notebook.convert(str(page))
     code = [c.source for c in nb.cells if c.cell_type == 'code']
