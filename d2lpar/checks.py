@@ -13,7 +13,7 @@ import numpy as onp
 from mxnet import np
 
 from . import validation
-from .validation import check_positive
+from .validation import check_positive, gpu_count
 
 __all__ = [
     'check_batch',
@@ -104,7 +104,7 @@ def check_gpu(device, where):
     if device.device_id >= num_gpus:
         raise ValueError(
             f'{where}: {device} asked for, but MXNet sees '
-            f'{num_gpus} GPU(s); use dp.devices() to get the '
+            f'{gpu_count(num_gpus)}; use dp.devices() to get the '
             f'ones that exist'
         )
 

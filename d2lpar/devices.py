@@ -15,6 +15,7 @@ import warnings
 import mxnet as mx
 
 from .checks import check_positive
+from .validation import gpu_count
 
 ENV_VAR = 'D2LPAR_DEVICES'
 
@@ -94,7 +95,7 @@ def devices(n=None):
         # make the slowest device set the pace of every step).
         warnings.warn(
             f'devices: {n} devices asked for but MXNet sees '
-            f'{num_gpus} GPU(s); using {n} CPU contexts instead '
+            f'{gpu_count(num_gpus)}; using {n} CPU contexts instead '
             f'(set {ENV_VAR}=gpu to make this an error)',
             stacklevel=2,
         )

@@ -17,6 +17,13 @@ PIXEL_SCALE = (
 )
 
 
+def gpu_count(n):
+    """``n`` GPUs in words for a message: 'no GPU', '1 GPU', '2 GPUs'."""
+    if n == 0:
+        return 'no GPU'
+    return f'{n} GPU' if n == 1 else f'{n} GPUs'
+
+
 def check_positive(name, value, where, integer=False):
     """Raise unless ``value`` is a positive number (an int if asked).
 

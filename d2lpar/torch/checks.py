@@ -50,7 +50,7 @@ def check_device(device, where):
         if not torch.cuda.is_available() or index >= count:
             raise ValueError(
                 f'{where}: {device} asked for, but this PyTorch sees '
-                f'{count} GPU(s) (torch.cuda.is_available() is '
+                f'{validation.gpu_count(count)} (torch.cuda.is_available() is '
                 f'{torch.cuda.is_available()}); install the CUDA build '
                 f'(pytorch.org/get-started) or use d2lpar.torch.devices(), which '
                 f'falls back to CPU devices'

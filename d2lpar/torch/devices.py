@@ -22,6 +22,8 @@ import warnings
 
 import torch
 
+from ..validation import gpu_count
+
 ENV_VAR = 'D2LPAR_DEVICES'
 
 
@@ -108,7 +110,7 @@ def devices(n=None):
             )
         warnings.warn(
             f'devices: {n} devices asked for but PyTorch sees '
-            f'{num_gpus} GPU(s); using {n} CPU devices instead (set '
+            f'{gpu_count(num_gpus)}; using {n} CPU devices instead (set '
             f'{ENV_VAR}=gpu to make this an error)',
             stacklevel=2,
         )
