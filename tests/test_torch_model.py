@@ -97,7 +97,7 @@ def test_get_params_bad_device():
     with pytest.raises(TypeError, match='must be a torch.device such as'):
         tdp.get_params(params, 'cpu')
     if not torch.cuda.is_available():
-        with pytest.raises(ValueError, match='sees 0 GPU'):
+        with pytest.raises(ValueError, match='sees no GPU'):
             tdp.get_params(params, torch.device('cuda', 0))
     with pytest.raises(TypeError, match=r'params\[0\] is a numpy.ndarray'):
         tdp.get_params([onp.zeros(3)], torch.device('cpu'))
