@@ -24,8 +24,13 @@ def compare_seeds(a, b):
 
     Parameters
     ----------
-    a, b : sequence of float
-        One value per seed (e.g. final accuracies).
+    a : sequence of float
+        The setting judged: one value per seed (e.g. its final
+        accuracies).
+    b : sequence of float
+        The setting ``a`` is compared with, one value per seed. The runs
+        are independent, not paired: ``b`` need not use the same seeds
+        as ``a``, nor as many.
 
     Returns
     -------
@@ -89,8 +94,11 @@ def paired_differences(a, b):
 
     Parameters
     ----------
-    a, b : sequence of float
-        One value per seed, the same seeds in the same order.
+    a : sequence of float
+        One setting's values, one per seed.
+    b : sequence of float
+        The other setting's values, for the same seeds in the same
+        order: ``b[i]`` is subtracted from ``a[i]``.
 
     Returns
     -------
@@ -138,8 +146,12 @@ def compare_paired(a, b):
 
     Parameters
     ----------
-    a, b : sequence of float
-        One value per seed, the same seeds in the same order.
+    a : sequence of float
+        The setting judged: one value per seed (e.g. its final
+        accuracies).
+    b : sequence of float
+        The setting ``a`` is compared with, for the same seeds in the
+        same order: ``b[i]`` was run with ``a[i]``'s seed.
 
     Returns
     -------

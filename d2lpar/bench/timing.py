@@ -66,9 +66,13 @@ def compare_times(a, b):
 
     Parameters
     ----------
-    a, b : sequence of float
-        Times (seconds, or any unit where smaller is faster) of two
-        settings, e.g. one per round or per step.
+    a : sequence of float
+        The timings of the setting judged (seconds, or any unit where
+        smaller is faster), e.g. one per round or per step.
+    b : sequence of float
+        The timings of the setting ``a`` is compared with, in the same
+        unit. They are not paired with ``a``'s: only the two ranges
+        count, so ``b`` may hold a different number of timings.
 
     Returns
     -------

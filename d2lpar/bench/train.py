@@ -318,15 +318,25 @@ def compare_rounds(result, a, b):
     ----------
     result : dict
         From :func:`compare_training`.
-    a, b : (str, int)
-        ``(path, devices)`` of the two settings.
+    a : (str, int)
+        ``(path, devices)`` of the setting judged, e.g. ``('d2l', 2)``:
+        the key of one row of ``result['rows']``.
+    b : (str, int)
+        ``(path, devices)`` of the row ``a`` is compared with, e.g.
+        ``('d2l', 1)``.
 
     Returns
     -------
     str
         ``'slower than'`` or ``'faster than'`` when every round of ``a``
         is slower (faster) than every round of ``b``, else ``'not clearly
-        different from'`` (the single rounds overlap).
+        different from'`` (the single rounds overlap):
+        :func:`d2lpar.bench.compare_times` on the two rows' rounds.
+
+    Raises
+    ------
+    KeyError
+        If ``a`` or ``b`` is not the ``(path, devices)`` of a row.
     """
     rounds = {(r['path'], r['devices']): r['rounds'] for r in result['rows']}
     return compare_times(rounds[a], rounds[b])

@@ -336,9 +336,12 @@ def distance(a, b):
 
     Parameters
     ----------
-    a, b : list of mxnet.numpy.ndarray
-        Parameters in the same order and shapes (e.g. ``[W1, b1, W2,
-        b2]``), treated as one long vector.
+    a : list of mxnet.numpy.ndarray
+        One set of parameters (e.g. ``[W1, b1, W2, b2]`` after ``k``
+        small steps), treated as one long vector.
+    b : list of mxnet.numpy.ndarray
+        The other set (e.g. after one big step, or the start), the same
+        arrays' shapes in the same order.
 
     Returns
     -------
