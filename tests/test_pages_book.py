@@ -31,23 +31,49 @@ def test_quick_mode_says_so(monkeypatch):
     assert not dp.book_settings().quick
 
 
-def test_glue_text_glues_markdown(monkeypatch):
-    """glue_text hands myst-nb a Markdown object whose text is exactly
-    the formatted value (no repr quotes) and returns that text."""
-    import myst_nb
+def test_glue_text_sends_what_myst_nb_glue_sends(monkeypatch):
+    """glue_text displays exactly the message myst-nb's own
+    glue(name, Markdown(text), display=False) displays (so the build
+    finds the key), whose Markdown is exactly the formatted value (no
+    repr quotes), and returns that text."""
+    import IPython.display
     from IPython.display import Markdown
+    from myst_nb.ext import glue as myst_glue
 
-    seen = {}
-    monkeypatch.setattr(
-        myst_nb,
-        'glue',
-        lambda name, obj, display: seen.update(
-            name=name, obj=obj, display=display
-        ),
-    )
+    calls = []
+
+    def record(*objs, **kwargs):
+        calls.append((objs, kwargs))
+
+    monkeypatch.setattr(IPython.display, 'display', record)
+    monkeypatch.setattr(myst_glue, 'ipy_display', record)
     assert dp.glue_text('acc', f'{0.8512:.2f}') == '0.85'
-    assert seen['name'] == 'acc' and seen['display'] is False
-    assert isinstance(seen['obj'], Markdown) and seen['obj'].data == '0.85'
+    myst_glue.glue('acc', Markdown('0.85'), display=False)
+    assert len(calls) == 2 and calls[0] == calls[1], calls
+    (bundle,), kwargs = calls[0]
+    assert bundle[myst_glue.GLUE_PREFIX + 'text/markdown'] == '0.85'
+    assert kwargs['metadata']['scrapbook']['name'] == 'acc'
+
+
+def test_glue_text_does_not_import_nbformat():
+    """Gluing in a fresh process leaves nbformat (and jsonschema's
+    seconds-long RFC 3987 parser) unimported: the reason glue_text does
+    not call myst_nb.glue."""
+    import subprocess
+    import sys
+
+    code = (
+        'import sys, d2lpar as dp; dp.glue_text("k", "1"); '
+        'print(sorted(m for m in ("nbformat", "jsonschema") '
+        'if m in sys.modules))'
+    )
+    out = subprocess.run(
+        [sys.executable, '-c', code],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert out.strip().splitlines()[-1] == '[]', out
 
 
 def test_glue_text_prints_without_myst_nb(monkeypatch, capsys):

@@ -81,6 +81,11 @@ def book_settings():
     return BookSettings(False, 10, FULL_NUM_TRAIN, FULL_NUM_TEST)
 
 
+# The MIME prefix under which myst-nb stores a value glued without being
+# shown (myst_nb.ext.glue.GLUE_PREFIX, the papermill/scrapbook format).
+GLUE_PREFIX = 'application/papermill.record/'
+
+
 def glue_text(name, text):
     """Glue ``text`` so the prose can show it with ``{glue:md}`name```.
 
@@ -107,12 +112,42 @@ def glue_text(name, text):
     from IPython.display import Markdown
 
     try:
-        from myst_nb import glue
+        import myst_nb  # noqa: F401  (present: the page is being built)
     except ImportError:
         print(f'{name}: {text}')
     else:
-        glue(name, Markdown(str(text)), display=False)
+        _glue(name, Markdown(str(text)))
     return str(text)
+
+
+def _glue(name, obj):
+    """What ``myst_nb.glue(name, obj, display=False)`` does, without its
+    import.
+
+    myst-nb's ``glue`` lives in ``myst_nb.ext.glue``, which imports
+    nbformat, hence jsonschema, whose format checkers build an Earley
+    parser of RFC 3987 when ``rfc3987-syntax`` is installed (as
+    jupyter-events installs it): about 3 s of CPU in every page's kernel,
+    for a function of four lines. The display message is the same
+    (``tests/test_pages_book.py`` compares the two).
+
+    Parameters
+    ----------
+    name : str
+        The glue key.
+    obj : object
+        Any object IPython can display (here a ``Markdown``).
+    """
+    from IPython.core.formatters import format_display_data
+    from IPython.display import display
+
+    bundle, metadata = format_display_data(obj)
+    metadata['scrapbook'] = {'name': name, 'mime_prefix': GLUE_PREFIX}
+    display(
+        {GLUE_PREFIX + k: v for k, v in bundle.items()},
+        raw=True,
+        metadata=metadata,
+    )
 
 
 def _docstring_lines(tree):
