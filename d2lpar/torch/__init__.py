@@ -14,7 +14,9 @@ framework is chosen at import::
 devices              :func:`devices` (k CPU devices in one process take
                      turns: see :mod:`d2lpar.torch.devices`)
 A toy network        init_lenet_params, lenet, get_params, LENET_SHAPES
-allreduce            allreduce (its docstring states the contract)
+allreduce            allreduce (its docstring states the contract),
+                     run_schedule (an allreduce written as a schedule),
+                     flat_view
 Homework checks      check_allreduce, check_ring_schedule,
                      check_split_batch, check_evaluate,
                      check_train_batch, check_grad_accumulation,
@@ -22,6 +24,7 @@ Homework checks      check_allreduce, check_ring_schedule,
                      student's mistake; :mod:`d2lpar.torch.grading`)
 split_batch          split_batch, shard_sizes, shard_ranges
 train_batch          train_batch, cross_entropy, sgd
+Local SGD            local_sgd_step
 Training             train -> TrainResult, load_fashion_mnist,
                      evaluate_accuracy
 The book             glue_text, show_source, pages (the book's
@@ -60,7 +63,8 @@ import torch as _torch
 
 from .. import pages
 from ..pages.book import glue_text, show_source
-from .collectives import allreduce
+from .averaging import local_sgd_step
+from .collectives import allreduce, flat_view, run_schedule
 from .data import load_fashion_mnist
 from .devices import devices
 from .evaluation import evaluate_accuracy
@@ -105,12 +109,15 @@ __all__ = [
     'cross_entropy',
     'devices',
     'evaluate_accuracy',
+    'flat_view',
     'get_params',
     'glue_text',
     'init_lenet_params',
     'lenet',
     'load_fashion_mnist',
+    'local_sgd_step',
     'pages',
+    'run_schedule',
     'sgd',
     'shard_ranges',
     'shard_sizes',

@@ -1,7 +1,14 @@
-"""Summing gradients across devices (allreduce), in PyTorch."""
+"""Summing gradients across devices (allreduce), in PyTorch.
+
+The naive :func:`allreduce`, the runner of an allreduce written as a
+schedule (:func:`run_schedule`, the schedules are the library's own,
+framework-neutral :mod:`d2lpar.comm.schedules`) and :func:`flat_view`,
+which the homework's sharded allreduce writes its chunks through.
+"""
 
 import torch
 
+from ..splitting import shard_ranges
 from .checks import describe
 
 
@@ -90,3 +97,102 @@ def allreduce(data):
             data[0] += data[i].to(data[0].device)
         for i in range(1, len(data)):
             data[i].copy_(data[0])
+
+
+def flat_view(a):
+    """A 1-D view of ``a`` that shares its memory.
+
+    The twin of :func:`d2lpar.flat_view`: writing to a slice of the
+    result writes to ``a`` (PyTorch's ``view(-1)``; ``reshape`` would
+    silently copy a tensor that is not contiguous).
+
+    Parameters
+    ----------
+    a : torch.Tensor
+        A contiguous tensor (every tensor ``torch`` creates, and every
+        gradient, is).
+
+    Returns
+    -------
+    torch.Tensor
+        Shape ``(a.numel(),)``; writing to it writes to ``a``.
+
+    Raises
+    ------
+    TypeError
+        If ``a`` is not a tensor.
+    ValueError
+        If ``a`` is not contiguous (no 1-D view of it exists).
+
+    Examples
+    --------
+    >>> import torch
+    >>> a = torch.zeros(2, 3)
+    >>> flat_view(a)[4:] = 1
+    >>> a
+    tensor([[0., 0., 0.],
+            [0., 1., 1.]])
+    """
+    if not isinstance(a, torch.Tensor):
+        raise TypeError(
+            f'flat_view: expected a torch.Tensor, got a {describe(a)}'
+        )
+    if not a.is_contiguous():
+        raise ValueError(
+            f'flat_view: a tensor of shape {tuple(a.shape)} and strides '
+            f'{a.stride()} is not contiguous, so no 1-D view shares its '
+            f'memory; pass a.contiguous() and copy the result back'
+        )
+    return a.view(-1)
+
+
+def run_schedule(data, schedule):
+    """Run an allreduce schedule on tensors, one per device, in place.
+
+    Taught in :doc:`/book/allreduce-algorithms`. The twin of
+    :func:`d2lpar.run_schedule`: each :class:`~d2lpar.comm.Transfer` of
+    a step copies a chunk (``chunk`` of :func:`d2lpar.shard_ranges`'
+    ``k`` chunks), or the whole tensor (``chunk=None``), from ``src`` to
+    ``dst``, which adds it to its own (``reduce=True``) or is
+    overwritten by it; the additions of a step are all received before
+    any is added.
+
+    Parameters
+    ----------
+    data : list of torch.Tensor
+        Same shape and dtype, one per device, contiguous; changed in
+        place.
+    schedule : list of list of d2lpar.comm.Transfer
+        The steps, as :func:`d2lpar.comm.ring_schedule` returns them.
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    >>> import torch
+    >>> from d2lpar.comm import ring_schedule
+    >>> data = [torch.ones(5), 2 * torch.ones(5)]
+    >>> run_schedule(data, ring_schedule(2))
+    >>> data[0]
+    tensor([3., 3., 3., 3., 3.])
+    """
+    check_allreduce_input(data, 'run_schedule')
+    flats = [flat_view(a) for a in data]
+    n = flats[0].numel()
+    bounds = [slice(a, b) for a, b in shard_ranges(n, len(data))]
+    with torch.no_grad():
+        for step in schedule:
+            received = []
+            for t in step:
+                part = slice(0, n) if t.chunk is None else bounds[t.chunk]
+                if part.start == part.stop:
+                    continue  # an empty chunk (fewer elements than devices)
+                sent = flats[t.src][part].to(data[t.dst].device).clone()
+                if t.reduce:
+                    received.append((flats[t.dst][part], sent))
+                else:
+                    flats[t.dst][part].copy_(sent)
+            for target, buffer in received:
+                target += buffer

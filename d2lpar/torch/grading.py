@@ -56,8 +56,8 @@ from ..grading.battery import (
     train_cases,
 )
 from ..grading.report import call, run_cases
-from ..splitting import shard_ranges
 from . import collectives
+from .collectives import run_schedule
 from .devices import devices as make_devices
 from .devices import same_place
 from .model import get_params, init_lenet_params, lenet
@@ -286,30 +286,6 @@ def check_split_batch(fn):
 
 
 # ---------------------------------------------------------------- schedules
-
-
-def run_schedule(data, schedule):
-    """Run an allreduce schedule on tensors, one per device, in place:
-    :func:`d2lpar.run_schedule`'s meaning (each :class:`~d2lpar.comm.
-    Transfer` copies a chunk, or the whole array, to another device,
-    which adds it to its own or is overwritten by it; the additions of
-    a step are all received before any is added)."""
-    flats = [a.view(-1) for a in data]
-    n = flats[0].numel()
-    bounds = [slice(a, b) for a, b in shard_ranges(n, len(data))]
-    for step in schedule:
-        received = []
-        for t in step:
-            part = slice(0, n) if t.chunk is None else bounds[t.chunk]
-            if part.start == part.stop:
-                continue  # an empty chunk (fewer elements than devices)
-            sent = flats[t.src][part].to(data[t.dst].device).clone()
-            if t.reduce:
-                received.append((flats[t.dst][part], sent))
-            else:
-                flats[t.dst][part].copy_(sent)
-        for target, buffer in received:
-            target += buffer
 
 
 def _run_schedule(schedule, case):
