@@ -1,0 +1,96 @@
+"""d2lpar.bench.frameworks: MXNet's step beside PyTorch's, and by kind."""
+
+import warnings
+
+import pytest
+
+from d2lpar.bench import frameworks as fw
+
+# Operator names as each framework's profiler printed them for LeNet's
+# step here (MXNet 1.9.1's aggregate table, torch.profiler's
+# key_averages), with the kind each belongs to.
+NAMES = {
+    'Convolution': 'convolution',
+    '_backward_Convolution': 'convolution',
+    'aten::mkldnn_convolution': 'convolution',
+    'aten::convolution_backward': 'convolution',
+    'Pooling': 'pooling',
+    '_backward_Pooling': 'pooling',
+    'aten::avg_pool2d': 'pooling',
+    'aten::avg_pool2d_backward': 'pooling',
+    '_npx_relu': 'ReLU',
+    '_backward_relu': 'ReLU',
+    'aten::clamp_min': 'ReLU',
+    'aten::threshold_backward': 'ReLU',
+    'FullyConnected': 'dense',
+    '_backward_FullyConnected': 'dense',
+    'aten::mm': 'dense',
+    '_np_transpose': 'rest',
+    'DeleteVariable': 'rest',
+    'aten::fill_': 'rest',
+    'aten::log_softmax': 'rest',
+    'aten::sum': 'rest',
+    'autograd::engine::evaluate_function: ConvolutionBackward0': 'rest',
+    'ReluBackward0': 'rest',
+    'AvgPool2DBackward0': 'rest',
+}
+
+
+def test_op_kind_sorts_both_frameworks_names():
+    """Each profiler name falls into its kind; PyTorch's autograd nodes,
+    named for the operator whose backward they call but holding only the
+    engine's own time, count as the rest, not as that operator."""
+    assert {n: fw.op_kind(n) for n in NAMES} == NAMES
+
+
+def test_by_kind_adds_every_operator_once():
+    ops = {'Convolution': 3.0, 'aten::mm': 2.0, 'DeleteVariable': 0.5,
+           'Pooling': 1.0, '_npx_relu': 0.25}  # fmt: skip
+    kinds = fw.by_kind(ops)
+    assert list(kinds) == list(fw.KINDS)
+    assert kinds == {'convolution': 3.0, 'pooling': 1.0, 'ReLU': 0.25,
+                     'dense': 2.0, 'rest': 0.5}  # fmt: skip
+
+
+def test_round_order_alternates():
+    assert fw.round_order(['mxnet', 'pytorch'], 0) == ['mxnet', 'pytorch']
+    assert fw.round_order(['mxnet', 'pytorch'], 1) == ['pytorch', 'mxnet']
+
+
+@pytest.mark.parametrize('framework', fw.FRAMEWORKS)
+def test_profile_counts_nothing_twice(framework):
+    """The operators' times add up to no more than the profiled steps'
+    wall-clock time (PyTorch's self times, not totals, which count a
+    convolution once per nested call), the kinds to the operators' sum,
+    and the convolutions take time."""
+    if framework not in fw.available_frameworks():
+        pytest.skip(f'{framework} is not installed')
+    p = fw.profile_step(framework, batch_size=64, steps=3)
+    total = sum(p['operators'].values())
+    assert sum(p['kinds'].values()) == pytest.approx(total)
+    assert 0 < total <= p['profiled_ms']
+    assert p['kinds']['convolution'] > 0
+
+
+def test_compare_keeps_every_core_for_one_device_in_every_round():
+    """Every round times each framework on 1 and 2 devices and profiles
+    one; MXNet's one device gets every core in the second round too
+    (after two devices ran), with no ThreadBudgetWarning (a context that
+    ran with fewer threads would keep them)."""
+    import d2lpar as dp
+
+    if fw.available_frameworks() != list(fw.FRAMEWORKS):
+        pytest.skip('needs both frameworks')
+    with warnings.catch_warnings():
+        warnings.simplefilter('error', dp.threads.ThreadBudgetWarning)
+        result = fw.compare_frameworks(rounds=2, steps=2, profile_steps=1,
+                                       batch_size=32)  # fmt: skip
+    for f in fw.FRAMEWORKS:
+        assert {k: len(v) for k, v in result['ms'][f].items()} == {1: 2, 2: 2}
+        assert all(len(v) == 2 for v in result['kinds'][f].values())
+    assert result['torch_threads'] == result['cores']
+    one = fw._mxnet_devices(1)[0]
+    assert dp.worker_threads(one) == dp.threads.total_threads()
+    table = fw.format_frameworks(result).splitlines()
+    assert table[0].split() == ['MXNet', 'PyTorch']
+    assert [line.split()[0] for line in table[4:9]] == list(fw.KINDS)
