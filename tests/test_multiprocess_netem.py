@@ -1,6 +1,7 @@
 """d2lpar.multiprocess.netem: rates, the token bucket, hosts joined by a
 rate-limited link, and the job plan that places processes on them."""
 
+import os
 import sys
 
 import pytest
@@ -122,6 +123,19 @@ def test_horovod_command_lists_every_host():
     assert command[command.index('--network-interfaces') + 1] == 'veth0'
     real = be.engine_command('horovod', 4, [], hosts=hosts, interface='eth0')
     assert real[real.index('--network-interfaces') + 1] == 'eth0'
+
+
+def test_portable_command_names_no_path_of_this_machine():
+    """portable=True names bare python and horovodrun (what a reader
+    copies to other hosts); the default runs this environment's own."""
+    hosts = [netem.Host('10.0.0.1', ()), netem.Host('10.0.0.2', ())]
+    for engine in ('kvstore', 'horovod'):
+        command = be.engine_command(engine, 2, [], hosts=hosts, portable=True)
+        assert not [a for a in command if os.sep in a], command
+        assert 'python' in command
+        assert sys.executable in be.engine_command(engine, 2, [], hosts=hosts)
+    command = be.engine_command('horovod', 2, [], hosts=hosts, portable=True)
+    assert command[0] == 'horovodrun'
 
 
 @pytest.mark.skipif(

@@ -57,6 +57,7 @@ def engine_command(
     servers=1,
     hosts=None,
     interface=netem.DEVICE,
+    portable=False,
 ):
     """The command that starts ``workers`` workers on ``engine``.
 
@@ -76,15 +77,23 @@ def engine_command(
         Horovod on ``hosts``: the network interface they reach each other
         on; default the emulated hosts'
         :data:`d2lpar.multiprocess.netem.DEVICE`.
+    portable : bool, optional
+        False (default): this environment's absolute paths of ``python``
+        and ``horovodrun``, which the benchmark runs. True: the bare
+        names, for a command a reader copies to hosts where the same
+        environment is active (``horovodrun`` passes ``PATH`` on to the
+        workers it starts).
 
     Returns
     -------
     list of str
     """
-    worker = [PY, '-m', 'd2lpar', 'worker', '--engine', engine, *worker_args]
+    py = 'python' if portable else PY
+    hvd = 'horovodrun' if portable else _horovodrun() or 'horovodrun'
+    worker = [py, '-m', 'd2lpar', 'worker', '--engine', engine, *worker_args]
     if engine == 'kvstore':
         return [
-            PY,
+            py,
             '-m',
             'd2lpar',
             'launch',
@@ -101,7 +110,7 @@ def engine_command(
         slots = -(-workers // len(hosts))
         listed = ','.join(f'{h.address}:{slots}' for h in hosts)
         return [
-            _horovodrun() or 'horovodrun',
+            hvd,
             '-np',
             str(workers),
             '-H',
@@ -113,7 +122,7 @@ def engine_command(
         ]
     if engine == 'horovod':
         return [
-            _horovodrun() or 'horovodrun',
+            hvd,
             '-np',
             str(workers),
             '-H',
