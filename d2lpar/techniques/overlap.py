@@ -109,7 +109,17 @@ def time_overlap(
     configs : dict of str to dict
         Name to keyword arguments of :func:`train_batch`.
     devices : list of mxnet.Context
-    batch_size, repeats, warmup, rounds, seed : int, optional
+    batch_size : int, optional
+        Images per step, split over ``devices``.
+    repeats : int, optional
+        Timed steps per configuration and round; the round keeps their
+        median.
+    warmup : int, optional
+        Untimed steps before them, in every round.
+    rounds : int, optional
+        How many times every configuration is timed, in turn.
+    seed : int, optional
+        Sets the random images, their labels and the initial parameters.
     per_round : bool, optional
         Return every round's median instead of the fastest, to show the
         spread.
@@ -253,7 +263,13 @@ def profile_step(
     ----------
     options : dict, optional
         Keyword arguments of :func:`train_batch`.
-    num_devices, batch_size, seed : int, optional
+    num_devices : int, optional
+        How many devices the step runs on (:func:`d2lpar.devices`: GPUs
+        where MXNet sees them, else CPU contexts).
+    batch_size : int, optional
+        Images per step, split over the devices.
+    seed : int, optional
+        Sets the random images, their labels and the initial parameters.
     timeout : float, optional
         Seconds allowed for the child process.
 
