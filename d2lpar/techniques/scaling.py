@@ -216,7 +216,13 @@ def train_scaling(
     ----------
     data : tuple of 4 mxnet.numpy.ndarray
         ``(X_train, y_train, X_test, y_test)``.
-    k, per_device_batch, num_epochs : int
+    k : int
+        Devices whose batches one step takes together.
+    per_device_batch : int
+        Examples per device and step: a step takes
+        ``k * per_device_batch``.
+    num_epochs : int
+        Passes over ``X_train``.
     schedule : callable
         ``schedule(step) -> lr``, e.g. :func:`warmup`.
     seed : int, optional
