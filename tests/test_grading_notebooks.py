@@ -1,15 +1,34 @@
-"""The assignment notebooks: students get no solution, teachers' run."""
+"""The assignment notebooks: students get no solution, teachers' run,
+in both frameworks (one file each, cells marked ``#@tab mxnet`` /
+``#@tab pytorch``)."""
 
+import ast
 import pathlib
 import re
 
 import jupytext
+import nbformat
 import pytest
 
-from d2lpar.grading.notebooks import MARKERS, build, execute, student_version
+from d2lpar.grading.detect import framework_of, source_of
+from d2lpar.grading.notebooks import (
+    MARKERS,
+    build,
+    cell_framework,
+    execute,
+    framework_version,
+    student_version,
+)
 
 HOMEWORK = pathlib.Path(__file__).resolve().parent.parent / 'homework'
 ASSIGNMENTS = sorted(HOMEWORK.glob('[0-9]*.md'))
+FRAMEWORKS = ('mxnet', 'pytorch')
+VERSIONS = [(p, f) for p in ASSIGNMENTS for f in FRAMEWORKS]
+
+
+def _id(version):
+    path, framework = version
+    return f'{path.stem}-{framework}'
 
 
 def _solution_lines(cell):
@@ -25,6 +44,25 @@ def _is_solution(cell):
     return cell.metadata.get('nbgrader', {}).get('solution', False)
 
 
+def _teacher(version):
+    path, framework = version
+    return framework_version(jupytext.read(path), framework)
+
+
+def _imported_modules(nb):
+    """Every module a notebook's code cells import (dotted names)."""
+    names = []
+    for cell in nb.cells:
+        if cell.cell_type != 'code':
+            continue
+        for node in ast.walk(ast.parse(cell.source)):
+            if isinstance(node, ast.Import):
+                names += [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names += [f'{node.module}.{a.name}' for a in node.names]
+    return names
+
+
 def test_six_assignments():
     """The six assignments the issue lists are there."""
     assert [p.stem for p in ASSIGNMENTS] == [
@@ -38,10 +76,51 @@ def test_six_assignments():
 
 
 @pytest.mark.parametrize('path', ASSIGNMENTS, ids=lambda p: p.stem)
-def test_student_version_has_no_solution(path):
+def test_every_assignment_has_both_frameworks(path):
+    """Each file marks cells for both frameworks, every marked code cell
+    carries the book's #@tab line and tab- tag together, and each
+    framework's version has one solution cell per grade_id (what
+    nbgrader requires), the same grade_ids in both."""
+    nb = jupytext.read(path)
+    marked = {cell_framework(c) for c in nb.cells} - {None}
+    assert marked == set(FRAMEWORKS)
+    ids = {}
+    for framework in FRAMEWORKS:
+        cells = framework_version(nb, framework).cells
+        grade_ids = [
+            c.metadata['nbgrader']['grade_id']
+            for c in cells
+            if _is_solution(c)
+        ]
+        assert len(grade_ids) == len(set(grade_ids)), grade_ids
+        ids[framework] = sorted(grade_ids)
+        for c in cells:
+            assert not c.source.lstrip().startswith('#@tab')
+            assert not any(
+                t.startswith('tab-') for t in c.metadata.get('tags', [])
+            )
+    assert ids['mxnet'] == ids['pytorch']
+
+
+def test_framework_version_refuses_a_half_marked_cell():
+    """A code cell with a #@tab line but no tab- tag (or the other way
+    round) is an error, not silently shared."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell('#@tab pytorch\nimport torch')]
+    with pytest.raises(ValueError, match='#@tab pytorch but tagged'):
+        framework_version(nb, 'mxnet')
+    nb.cells = [
+        nbformat.v4.new_code_cell('x = 1', metadata={'tags': ['tab-mxnet']})
+    ]
+    with pytest.raises(ValueError, match='tagged tab-mxnet'):
+        framework_version(nb, 'pytorch')
+
+
+@pytest.mark.parametrize('version', VERSIONS, ids=_id)
+def test_student_version_has_no_solution(version):
     """Every solution region is replaced by nbgrader's stub, every
     answer by its placeholder, and no line of a solution is left."""
-    teacher = jupytext.read(path)
+    teacher = _teacher(version)
     student = student_version(teacher)
     pairs = list(zip(teacher.cells, student.cells))
     assert len(teacher.cells) == len(student.cells)
@@ -61,7 +140,7 @@ def test_student_version_has_no_solution(path):
             for l in _solution_lines(t)
             if l in [x.strip() for x in s.source.splitlines()]
         ]
-        assert left == [], f'solution lines left in {path.name}: {left}'
+        assert left == [], f'solution lines left in {_id(version)}: {left}'
     for _, s in answers:
         assert s.source == 'YOUR ANSWER HERE'
     text = '\n'.join(c.source for c in student.cells)
@@ -69,10 +148,37 @@ def test_student_version_has_no_solution(path):
 
 
 @pytest.mark.parametrize('path', ASSIGNMENTS, ids=lambda p: p.stem)
-def test_every_code_solution_is_followed_by_its_check(path):
+def test_pytorch_notebooks_import_no_mxnet(path):
+    """The PyTorch version imports no MXNet anywhere (neither mxnet nor
+    d2lpar's MXNet API), and the grader reads it as PyTorch; the MXNet
+    version reads as MXNet."""
+    pytorch = _teacher((path, 'pytorch'))
+    modules = _imported_modules(pytorch)
+    assert 'd2lpar.torch' in modules
+    mxnet = [m for m in modules if m.split('.')[0] == 'mxnet' or m == 'd2lpar']
+    assert mxnet == [], mxnet
+    assert 'mxnet' not in '\n'.join(
+        c.source for c in pytorch.cells if c.cell_type == 'code'
+    )
+    mx = _imported_modules(_teacher((path, 'mxnet')))
+    assert 'd2lpar' in mx or any(m.startswith('mxnet') for m in mx)
+    assert 'd2lpar.torch' not in mx
+
+
+def test_pytorch_student_files_read_as_pytorch(tmp_path):
+    """python -m d2lpar check reads each PyTorch student notebook as
+    PyTorch and each MXNet one as MXNet (from their imports)."""
+    build(HOMEWORK, tmp_path)
+    for p in sorted(tmp_path.iterdir()):
+        expected = 'torch' if p.stem.endswith('-pytorch') else 'mxnet'
+        assert framework_of(source_of(p))[0] == expected, p.name
+
+
+@pytest.mark.parametrize('version', VERSIONS, ids=_id)
+def test_every_code_solution_is_followed_by_its_check(version):
     """The code cell right after each function to write calls its
     check, so a student sees the diagnosis at once."""
-    cells = [c for c in jupytext.read(path).cells if c.cell_type == 'code']
+    cells = [c for c in _teacher(version).cells if c.cell_type == 'code']
     for i, cell in enumerate(cells):
         if _is_solution(cell):
             name = cell.source.split('def ', 1)[1].split('(', 1)[0]
@@ -82,24 +188,37 @@ def test_every_code_solution_is_followed_by_its_check(path):
 
 
 def test_build_writes_student_notebooks_only_where_asked(tmp_path):
-    """build() puts student notebooks in the served folder and teacher
-    notebooks elsewhere (nothing with solutions in the served one)."""
+    """build() puts student notebooks, both frameworks', in the served
+    folder and teacher notebooks elsewhere (nothing with solutions in
+    the served one)."""
     student, teacher = tmp_path / 'extra', tmp_path / 'teacher'
     written = build(HOMEWORK, student, teacher)
     assert [p.name for p in written] == [
-        p.stem + '.ipynb' for p in ASSIGNMENTS
+        p.stem + suffix + '.ipynb'
+        for p in ASSIGNMENTS
+        for suffix in ('', '-pytorch')
     ]
     for p in student.iterdir():
         assert MARKERS[0] not in p.read_text()
+    assert sorted(p.name for p in teacher.iterdir()) == sorted(
+        p.name for p in written
+    )
     assert all(MARKERS[0] in p.read_text() for p in teacher.iterdir())
 
 
+# Appended to a teacher notebook run: which frameworks the kernel loaded.
+LOADED = "import sys\nprint(sorted({'mxnet', 'torch'} & set(sys.modules)))"
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize('path', ASSIGNMENTS, ids=lambda p: p.stem)
-def test_teacher_notebook_executes_and_passes(path):
+@pytest.mark.parametrize('version', VERSIONS, ids=_id)
+def test_teacher_notebook_executes_and_passes(version):
     """The teacher version runs top to bottom and every check in it
-    passes (its output says so)."""
-    nb = execute(jupytext.read(path))
+    passes (its output says so); the PyTorch version never loads MXNet
+    (the MXNet one, for its part, never loads PyTorch)."""
+    nb = _teacher(version)
+    nb.cells.append(nbformat.v4.new_code_cell(LOADED))
+    nb = execute(nb)
     reports = [
         o
         for c in nb.cells
@@ -109,3 +228,6 @@ def test_teacher_notebook_executes_and_passes(path):
     assert reports
     for out in reports:
         assert 'passed all' in out['data']['text/plain']
+    loaded = nb.cells[-1].outputs[0]['text'].strip()
+    expected = {'mxnet': "['mxnet']", 'pytorch': "['torch']"}
+    assert loaded == expected[version[1]]

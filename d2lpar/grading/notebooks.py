@@ -8,7 +8,21 @@ nbgrader's own preprocessors (``ClearSolutions`` puts a stub where each
 solution was, answer cells become "YOUR ANSWER HERE"; ``ClearOutput``
 drops outputs), never by a hand-written regex. The book build
 (``scripts/make-homework.sh``) makes only the student versions; the slow
-test ``tests/test_grading_notebooks.py`` runs the teacher's. By hand::
+test ``tests/test_grading_notebooks.py`` runs the teacher's.
+
+Every assignment comes in both frameworks, from one file, the book's
+convention for two frameworks (d2l's): a code cell whose first line is
+``#@tab mxnet`` (tag ``tab-mxnet``) or ``#@tab pytorch`` (tag
+``tab-pytorch``) belongs to that framework, a markdown cell tagged
+``tab-mxnet`` or ``tab-pytorch`` likewise, and an unmarked cell is
+shared. One file keeps the task text, the questions and the checks'
+calls shared, so the two versions cannot drift apart; each framework's
+teacher notebook, made by :func:`framework_version`, is a notebook
+nbgrader takes as it is (its solution cells keep their ``grade_id``,
+unique within it; the file itself holds both frameworks' cells and is
+not given to nbgrader). ``NAME.ipynb`` is MXNet's, ``NAME-pytorch.ipynb``
+PyTorch's (no MXNet import anywhere: it runs with
+``d2lpar[torch,notebook]`` alone). By hand::
 
     python -m d2lpar.grading.notebooks homework _build/extra/homework \
         --teacher _build/homework-teacher --execute
@@ -22,7 +36,94 @@ import sys
 import jupytext
 import nbformat
 
+from ..pages.tabs import FRAMEWORKS, MARKER
+from ..pages.tabs import cell_framework as marked_framework
+
 MARKERS = ('### BEGIN SOLUTION', '### END SOLUTION')
+# The file name's suffix of each framework's notebook.
+SUFFIXES = {'mxnet': '', 'pytorch': '-pytorch'}
+
+
+def cell_framework(cell):
+    """The framework a cell belongs to, or None for a shared cell.
+
+    A code cell's is named by its ``#@tab NAME`` first line and its
+    ``tab-NAME`` tag, which must agree; a markdown cell's by its tag.
+
+    Raises
+    ------
+    ValueError
+        If a code cell's marker and tag disagree (or one is missing), a
+        cell carries two frameworks' tags, or a tag or marker names
+        another framework.
+    """
+    tags = [
+        t[len('tab-') :]
+        for t in cell.metadata.get('tags', [])
+        if t.startswith('tab-')
+    ]
+    for tag in tags:
+        if tag not in FRAMEWORKS:
+            raise ValueError(
+                f'tag tab-{tag}: unknown framework; tag a cell tab-mxnet '
+                f'or tab-pytorch (or not at all, if shared)'
+            )
+    if len(tags) > 1:
+        raise ValueError(f'a cell tagged {tags}: one framework per cell')
+    tag = tags[0] if tags else None
+    if cell.cell_type == 'code':
+        marker = marked_framework(cell.source)
+        if marker != tag:
+            first = cell.source.lstrip('\n').split('\n', 1)[0]
+            raise ValueError(
+                f'a code cell starting {first!r} is marked #@tab {marker} '
+                f"but tagged tab-{tag}; give a framework's cell both "
+                f"(the book's convention), a shared cell neither"
+            )
+    return tag
+
+
+def framework_version(nb, framework):
+    """One framework's notebook of a two-framework assignment (a copy).
+
+    Parameters
+    ----------
+    nb : nbformat.NotebookNode
+        A teacher notebook with both frameworks' cells.
+    framework : {'mxnet', 'pytorch'}
+
+    Returns
+    -------
+    nbformat.NotebookNode
+        The shared cells and ``framework``'s, in order, without their
+        ``#@tab`` line and ``tab-`` tag.
+    """
+    if framework not in FRAMEWORKS:
+        raise ValueError(
+            f'framework_version: {framework!r} is not one of {FRAMEWORKS}'
+        )
+    nb = copy.deepcopy(nb)
+    cells = []
+    for cell in nb.cells:
+        tab = cell_framework(cell)
+        if tab not in (None, framework):
+            continue
+        if tab:
+            if cell.cell_type == 'code':
+                cell.source = MARKER.sub('', cell.source.lstrip('\n'), 1)
+                cell.source = cell.source.lstrip('\n')
+            tags = [
+                t
+                for t in cell.metadata.get('tags', [])
+                if not t.startswith('tab-')
+            ]
+            if tags:
+                cell.metadata['tags'] = tags
+            else:
+                cell.metadata.pop('tags', None)
+        cells.append(cell)
+    nb.cells = cells
+    return nb
 
 
 def student_version(nb):
@@ -61,7 +162,8 @@ def execute(nb, timeout=600):
 
 
 def build(source, student_dir, teacher_dir=None, run=False):
-    """Write the student notebook of every ``source/*.md`` assignment.
+    """Write the student notebooks of every ``source/*.md`` assignment:
+    ``NAME.ipynb`` (MXNet) and ``NAME-pytorch.ipynb`` (PyTorch).
 
     Parameters
     ----------
@@ -84,15 +186,18 @@ def build(source, student_dir, teacher_dir=None, run=False):
     student_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for md in sorted(pathlib.Path(source).glob('[0-9]*.md')):
-        nb = jupytext.read(md)
-        out = student_dir / f'{md.stem}.ipynb'
-        nbformat.write(student_version(nb), out)
-        written.append(out)
-        if run:
-            execute(nb)
-        if teacher_dir:
-            pathlib.Path(teacher_dir).mkdir(parents=True, exist_ok=True)
-            nbformat.write(nb, pathlib.Path(teacher_dir) / out.name)
+        both = jupytext.read(md)
+        for framework in FRAMEWORKS:
+            nb = framework_version(both, framework)
+            out = student_dir / f'{md.stem}{SUFFIXES[framework]}.ipynb'
+            nbformat.write(student_version(nb), out)
+            written.append(out)
+            if run:
+                execute(nb)
+            if teacher_dir:
+                teacher = pathlib.Path(teacher_dir)
+                teacher.mkdir(parents=True, exist_ok=True)
+                nbformat.write(nb, teacher / out.name)
     return written
 
 
