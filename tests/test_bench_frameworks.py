@@ -94,3 +94,51 @@ def test_compare_keeps_every_core_for_one_device_in_every_round():
     table = fw.format_frameworks(result).splitlines()
     assert table[0].split() == ['MXNet', 'PyTorch']
     assert [line.split()[0] for line in table[4:9]] == list(fw.KINDS)
+
+
+# oneDNN's verbose lines as MXNet 1.9.1 (oneDNN 2.4) and PyTorch 2.13
+# (oneDNN 3.12) printed them here, shortened in the middle.
+ONEDNN_2 = """dnnl_verbose,info,oneDNN v2.4.4 (commit abc)
+dnnl_verbose,info,cpu,runtime:OpenMP
+dnnl_verbose,exec,cpu,convolution,x64:gemm:jit,forward_training,src_f32,,alg:convolution_direct,mb256_ic1oc20,201.078
+dnnl_verbose,exec,cpu,pooling_v2,simple_nchw:any,backward_data,src_f32,,alg:pooling_avg,mb256ic20,38.5742
+not a log line
+"""
+ONEDNN_3 = """onednn_verbose,v1,info,oneDNN v3.12.0 (commit 80afa71)
+onednn_verbose,v1,primitive,info,template:operation,engine,primitive
+onednn_verbose,v1,primitive,exec,cpu,reorder,jit:uni,undef,src:f32,,,20x1x3x3,0.00415039
+onednn_verbose,v1,primitive,exec,cpu,convolution,jit:avx2,backward_weights,src:f32,,alg:convolution_direct,mb256,46.0139
+"""
+
+
+def test_parse_onednn_verbose_reads_both_versions():
+    """The version and every executed primitive, in oneDNN 2's and 3's
+    formats; info and template lines are not primitives."""
+    assert fw.parse_onednn_verbose(ONEDNN_2) == (
+        'oneDNN v2.4.4',
+        [('convolution', 'x64:gemm:jit', 'forward_training', 201.078),
+         ('pooling_v2', 'simple_nchw:any', 'backward_data', 38.5742)],
+    )  # fmt: skip
+    version, rows = fw.parse_onednn_verbose(ONEDNN_3)
+    assert version == 'oneDNN v3.12.0'
+    assert rows == [
+        ('reorder', 'jit:uni', 'undef', 0.00415039),
+        ('convolution', 'jit:avx2', 'backward_weights', 46.0139),
+    ]
+    assert fw.implementations(rows, 'convolution', 'reorder') == [
+        'jit:avx2',
+        'jit:uni',
+    ]
+
+
+@pytest.mark.parametrize('framework', fw.FRAMEWORKS)
+def test_onednn_kernels_catch_the_log(framework):
+    """A step's log is caught (MXNet's from a child process, PyTorch's
+    from this process's file descriptor 1): a version, and convolutions
+    forward and backward."""
+    if framework not in fw.available_frameworks():
+        pytest.skip(f'{framework} is not installed')
+    version, rows = fw.onednn_kernels(framework, batch_size=16)
+    assert version.startswith('oneDNN v')
+    kinds = {kind for p, _, kind, _ in rows if p == 'convolution'}
+    assert {'forward_training', 'backward_data'} <= kinds

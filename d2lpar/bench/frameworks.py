@@ -357,3 +357,105 @@ def kind_differences(result, a='mxnet', b='pytorch'):
                                      result['kinds'][b][kind])]
         for kind in KINDS
     }  # fmt: skip
+
+
+# One training step of LeNet on one device: forward, loss, backward.
+_MXNET_STEP = """
+import d2lpar as dp
+from mxnet import autograd, np, npx
+X = np.ones(({batch}, 1, 28, 28))
+y = np.zeros({batch})
+params = dp.get_params(dp.init_lenet_params(0, 0.1), X.ctx)
+for _ in range(2):
+    with autograd.record():
+        loss = dp.cross_entropy(dp.lenet(X, params), y).sum()
+    loss.backward()
+    npx.waitall()
+"""
+
+
+def parse_onednn_verbose(text):
+    """oneDNN's verbose log: its version and each executed primitive.
+
+    Reads oneDNN 2's lines (``dnnl_verbose,exec,cpu,convolution,
+    jit:avx2,forward_training,...,ms``) and 3's (``onednn_verbose,v1,
+    primitive,exec,cpu,...``).
+
+    Returns
+    -------
+    (str, list of (str, str, str, float))
+        The version (``'oneDNN v3.12.0'``, or ``''``) and, per primitive
+        run, ``(primitive, implementation, propagation kind, ms)``.
+    """
+    version, rows = '', []
+    for line in text.splitlines():
+        if not line.startswith(('dnnl_verbose,', 'onednn_verbose,')):
+            continue
+        fields = line.split(',')
+        found = re.search(r'oneDNN v[\d.]+', line)
+        if found and 'info' in fields:
+            version = found.group(0)
+        if 'exec' in fields:
+            at = fields.index('exec')
+            primitive, impl, kind = fields[at + 2 : at + 5]
+            rows.append((primitive, impl, kind, float(fields[-1])))
+    return version, rows
+
+
+def onednn_kernels(framework, batch_size=256, timeout=120):
+    """Which oneDNN kernels one device's step runs in ``framework``.
+
+    The second of two forward and backward passes, with oneDNN's verbose
+    log on: for MXNet in a fresh process (oneDNN reads
+    ``DNNL_VERBOSE`` once, and MXNet offers no switch), for PyTorch in
+    this one (``torch.backends.mkldnn.verbose``), with the C library's
+    output caught from file descriptor 1.
+
+    Returns
+    -------
+    (str, list of (str, str, str, float))
+        As :func:`parse_onednn_verbose` (for MXNet the second pass's
+        rows are not told apart from the first's: both are returned).
+    """
+    if framework == 'mxnet':
+        import subprocess
+
+        out = subprocess.run(
+            [sys.executable, '-c', _MXNET_STEP.format(batch=batch_size)],
+            capture_output=True, text=True, timeout=timeout, check=True,
+            env=dict(os.environ, DNNL_VERBOSE='1', MKLDNN_VERBOSE='1'),
+        ).stdout  # fmt: skip
+        return parse_onednn_verbose(out)
+    import torch
+
+    from .. import torch as tdp
+
+    X = torch.ones(batch_size, 1, 28, 28)
+    y = torch.zeros(batch_size, dtype=torch.long)
+    params = tdp.get_params(tdp.init_lenet_params(0, 0.1), X.device)
+
+    def step():
+        tdp.cross_entropy(tdp.lenet(X, params), y).sum().backward()
+
+    step()
+    sys.stdout.flush()
+    with tempfile.TemporaryFile('w+') as log:
+        saved = os.dup(1)
+        os.dup2(log.fileno(), 1)
+        try:
+            with torch.backends.mkldnn.verbose(
+                torch.backends.mkldnn.VERBOSE_ON
+            ):
+                step()
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+        log.seek(0)
+        return parse_onednn_verbose(log.read())
+
+
+def implementations(rows, *primitives):
+    """The distinct kernels (sorted) that ran ``primitives`` in ``rows``
+    of :func:`parse_onednn_verbose`, e.g. ``['jit:avx2']`` for
+    ``'convolution'``."""
+    return sorted({impl for p, impl, _, _ in rows if p in primitives})
