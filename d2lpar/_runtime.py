@@ -41,6 +41,14 @@ MXNet was imported before d2lpar):
    (:func:`d2lpar.threads.claim_every_core`): a worker's OpenMP threads
    may later go down but never up, since MXNet's cached oneDNN
    operators crash when run with more threads than they were built for.
+8. **Only where** ``D2LPAR_MXNET_CODE_CACHE`` **names a folder** (the book
+   build sets it, ``scripts/build-book.sh``): the Python wrappers MXNet
+   generates for its ~2,500 operators while it imports (source text it
+   compiles one by one, a third to a half of ``import mxnet``'s seconds)
+   are compiled once and kept there (:class:`_CompiledOps`), so every
+   later process of the build (each chapter's kernel, each benchmark's
+   workers) loads them instead. The functions are the same: the same
+   source, compiled by the same Python, keyed by its hash.
 
 The PyTorch twin (``d2lpar.torch``) and the framework-neutral modules it
 shares import no MXNet, so items 4 to 7 never happen there. The
@@ -49,10 +57,14 @@ grader (``dp.grading``) and matplotlib (the figures) are imported the
 first time a name of theirs is used (``d2lpar.__getattr__``).
 """
 
+import hashlib
 import importlib.abc
 import importlib.util
+import marshal
 import os
+import re
 import sys
+import types
 import warnings
 
 # Why 64 scratch buffers: see item 2 above.
@@ -108,13 +120,178 @@ class _SetUpAfterImport(importlib.abc.Loader):
         return self.loader.create_module(spec)
 
     def exec_module(self, module):
+        ops = _CompiledOps.from_environment()
+        if ops is not None:
+            sys.meta_path.insert(0, ops)
         try:
             self.loader.exec_module(module)
         except (ImportError, AttributeError) as err:
             raise _broken_mxnet(err) from err
         finally:  # tools that read the loader (inspect) see MXNet's own
             module.__loader__ = module.__spec__.loader = self.loader
+            if ops is not None:
+                ops.finish()
         start()
+
+
+# Item 8: where the compiled operator wrappers are kept, if anywhere.
+CODE_CACHE_VAR = 'D2LPAR_MXNET_CODE_CACHE'
+# The modules of MXNet 1.9.1 whose import generates a wrapper per
+# operator and compiles it with exec(source, None, namespace) (the
+# numpy/_register modules call the same functions of these two).
+_OP_REGISTERS = ('mxnet.ndarray.register', 'mxnet.symbol.register')
+
+
+# The call that takes an operator's handle in each generated wrapper.
+_HANDLE_CALL = re.compile(r'\b(?:_imperative_invoke|_symbol_creator)\((\d+),')
+
+
+def _with_constant(code, old, new):
+    """``code`` (and the code objects it holds) with the constant ``old``
+    replaced by ``new``."""
+    consts = tuple(
+        _with_constant(c, old, new)
+        if isinstance(c, types.CodeType)
+        else (new if type(c) is int and c == old else c)
+        for c in code.co_consts
+    )
+    return code.replace(co_consts=consts)
+
+
+class _CompiledOps(importlib.abc.MetaPathFinder):
+    """Item 8: while MXNet imports, its two operator-registering modules
+    get an ``exec`` of their own (a module global, found before the
+    builtin) that compiles each generated source only if the cache file
+    lacks it, until MXNet has imported; the file is rewritten then.
+
+    The file is one ``marshal`` dump of {blake2b(source): code}, named
+    by Python's bytecode magic number (a code object is only valid for
+    the Python that compiled it); it is replaced atomically, so
+    processes starting together at most compile the same code twice,
+    and a file that cannot be read counts as empty.
+    """
+
+    def __init__(self, folder):
+        tag = importlib.util.MAGIC_NUMBER.hex()
+        self.path = os.path.join(folder, f'mxnet-ops-{tag}.marshal')
+        self.codes = None
+        self.compiled = 0
+        self.modules = []  # those given the caching exec
+
+    @classmethod
+    def from_environment(cls):
+        folder = os.environ.get(CODE_CACHE_VAR, '')
+        return cls(folder) if folder else None
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in _OP_REGISTERS:
+            return None
+        sys.meta_path.remove(self)  # the real search, without this finder
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            sys.meta_path.insert(0, self)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _WithCompiledOps(spec.loader, self)
+        return spec
+
+    def load(self):
+        """The cached code objects (read once)."""
+        if self.codes is None:
+            try:
+                with open(self.path, 'rb') as f:
+                    self.codes = marshal.load(f)
+                if not isinstance(self.codes, dict):
+                    self.codes = {}
+            except (OSError, EOFError, ValueError, TypeError):
+                self.codes = {}
+        return self.codes
+
+    def exec(self, source, globals_=None, locals_=None):
+        """The builtin ``exec``, with ``source`` compiled at most once."""
+        if globals_ is None:  # the caller's namespace, as the builtin does
+            frame = sys._getframe(1)
+            globals_ = frame.f_globals
+            if locals_ is None:
+                locals_ = frame.f_locals
+        if isinstance(source, str):
+            source = self.compile(source)
+        return exec(source, globals_, locals_)
+
+    def compile(self, source):
+        """``compile(source, '<string>', 'exec')``, from the cache if it
+        has it.
+
+        Each wrapper's source holds its operator's handle, a pointer
+        that differs in every process (``_imperative_invoke(<handle>,
+        ...)``): the cache keeps the code of the source with the handle
+        replaced by as many 9s, and puts this process's handle back into
+        the function's constants. A source with no handle, or an
+        unexpected one, is compiled as usual.
+        """
+        handles = set(_HANDLE_CALL.findall(source))
+        if len(handles) != 1:
+            return compile(source, '<string>', 'exec')
+        (handle,) = handles
+        # As many digits, so that every column (Python 3.11 keeps them
+        # for tracebacks) is where the source puts it.
+        stand_in = '9' * len(handle)
+        if stand_in in source:
+            return compile(source, '<string>', 'exec')
+        generic = _HANDLE_CALL.sub(
+            lambda m: m.group(0).replace(handle, stand_in), source
+        )
+        key = hashlib.blake2b(generic.encode(), digest_size=16).digest()
+        codes = self.load()
+        code = codes.get(key)
+        if code is None:
+            code = codes[key] = compile(generic, '<string>', 'exec')
+            self.compiled += 1
+        return _with_constant(code, int(stand_in), int(handle))
+
+    def finish(self):
+        """Once MXNet has imported: the builtin ``exec`` back in the
+        register modules, and the file rewritten if this process
+        compiled anything new."""
+        sys.meta_path.remove(self)
+        for module in self.modules:
+            module.__dict__.pop('exec', None)
+        if not self.compiled:
+            return
+        try:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            temporary = f'{self.path}.{os.getpid()}'
+            with open(temporary, 'wb') as f:
+                marshal.dump(self.codes, f)
+            os.replace(temporary, self.path)
+        except OSError as err:
+            warnings.warn(
+                f'{CODE_CACHE_VAR}: could not write {self.path} ({err}); '
+                f'MXNet imported as usual, without the cache',
+                stacklevel=2,
+            )
+
+
+class _WithCompiledOps(importlib.abc.Loader):
+    """The register module's own loader, with the caching ``exec`` in
+    its namespace until MXNet has imported (its numpy modules, imported
+    later, call the register module's functions too); a custom operator
+    registered afterwards is compiled by the builtin, as usual."""
+
+    def __init__(self, loader, ops):
+        self.loader = loader
+        self.ops = ops
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        module.__dict__['exec'] = self.ops.exec
+        self.ops.modules.append(module)
+        try:
+            self.loader.exec_module(module)
+        finally:
+            module.__loader__ = module.__spec__.loader = self.loader
 
 
 class _MXNetFinder(importlib.abc.MetaPathFinder):

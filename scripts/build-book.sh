@@ -22,6 +22,12 @@ export D2LPAR_REPOSITORY_URL=${D2LPAR_REPOSITORY_URL-$(config repository.url)}
 # student notebooks only (make test-slow runs the teacher's)
 scripts/make-homework.sh "$venv"
 start=$(date +%s)
+# MXNet compiles a Python wrapper for each of its operators every time a
+# process imports it; the chapters' kernels and the jobs they launch
+# share the compiled code through this folder instead (item 8 of
+# d2lpar/_runtime.py), emptied here so each build starts afresh.
+export D2LPAR_MXNET_CODE_CACHE=$PWD/_build/mxnet-code-cache
+rm -rf "$D2LPAR_MXNET_CODE_CACHE"
 # The log is kept: it says how long each chapter took to execute.
 # `time` adds the CPU seconds of every process the build waited for
 # (kernels, the jobs they launch): divided by the cores, the least wall

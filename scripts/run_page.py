@@ -42,6 +42,13 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.quick:
         os.environ['D2LPAR_QUICK'] = '1'
+    # MXNet's compiled operator wrappers, shared as in the build
+    # (scripts/build-book.sh; item 8 of d2lpar/_runtime.py).
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    os.environ.setdefault(
+        'D2LPAR_MXNET_CODE_CACHE',
+        os.path.join(root, '_build', 'mxnet-code-cache'),
+    )
     page = os.path.abspath(args.page)
     nb = jupytext.read(page)
     start = time.monotonic()

@@ -293,3 +293,96 @@ def test_a_public_name_keeps_its_value_after_its_module_loads():
     )
     stdout = run_script(script)
     assert stdout.split('\n')[-2] == 'True []'
+
+
+# Item 8: run in a fresh process with D2LPAR_MXNET_CODE_CACHE set; says
+# how many wrappers went through the cache, how many of them are the
+# very code the builtin compiles from MXNet's source, how many were
+# compiled here, and whether MXNet works and keeps no trace of the hook.
+COMPILED_OPS = """
+import builtins, json
+from d2lpar import _runtime
+seen, compiled = [], []
+cached_compile = _runtime._CompiledOps.compile
+def spy(self, source):
+    code = cached_compile(self, source)
+    seen.append((source, code))
+    return code
+def counting(*args, **kwargs):
+    compiled.append(args[0])
+    return builtins.compile(*args, **kwargs)
+_runtime._CompiledOps.compile = spy
+_runtime.compile = counting  # the module's compile, not the builtin
+import mxnet as mx
+from mxnet import np
+same = sum(builtins.compile(s, '<string>', 'exec') == c for s, c in seen)
+works = (float((np.arange(4) * 2).sum()),
+         mx.nd.relu(mx.nd.array([-1, 2])).asnumpy().tolist(),
+         mx.sym.relu(mx.sym.var('x')).list_arguments())
+print(json.dumps([len(seen), same, len(compiled), works,
+                  'exec' in vars(mx.ndarray.register),
+                  'exec' in vars(mx.symbol.register)]))
+"""
+
+
+def test_mxnet_code_cache_gives_the_same_code_compiled_once(tmp_path):
+    """With D2LPAR_MXNET_CODE_CACHE set, every operator wrapper MXNet
+    generates while importing goes through the cache, and is equal
+    (bytecode, constants with this process's handle, line and column
+    table) to what compiling its source gives; the first process
+    compiles them and writes the file, the next compiles none; MXNet
+    works, and its register modules keep no exec of ours."""
+    env = {**os.environ, 'D2LPAR_MXNET_CODE_CACHE': str(tmp_path / 'c')}
+    runs = []
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, '-c', COMPILED_OPS],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=ROOT,
+            env=env,
+        )
+        assert done.returncode == 0, done.stderr
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    (first, second), works = runs, [12.0, [0.0, 2.0], ['x']]
+    assert first[0] > 2000 and first[1] == first[0] and first[2] > 1000
+    assert second[:3] == [first[0], first[0], 0]
+    assert first[3:] == second[3:] == [works, False, False]
+    assert len(list((tmp_path / 'c').glob('mxnet-ops-*.marshal'))) == 1
+
+
+def test_mxnet_code_cache_is_off_unless_asked(tmp_path):
+    """Without the variable nothing goes through the cache (and a file
+    that cannot be read counts as empty: MXNet imports, and the cache
+    is written anew)."""
+    env = {
+        k: v for k, v in os.environ.items() if k != 'D2LPAR_MXNET_CODE_CACHE'
+    }
+    done = subprocess.run(
+        [sys.executable, '-c', COMPILED_OPS],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1])[:3] == [0, 0, 0]
+    from d2lpar import _runtime
+
+    ops = _runtime._CompiledOps(str(tmp_path))
+    pathlib.Path(ops.path).write_bytes(b'not marshal')
+    env['D2LPAR_MXNET_CODE_CACHE'] = str(tmp_path)
+    done = subprocess.run(
+        [sys.executable, '-c', COMPILED_OPS],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    seen, same, compiled = json.loads(done.stdout.strip().splitlines()[-1])[:3]
+    assert seen == same > 2000 and compiled > 1000
+    assert pathlib.Path(ops.path).read_bytes() != b'not marshal'
