@@ -3,7 +3,8 @@
 The assignments in ``homework/*.md`` are the teacher versions: MyST
 notebooks whose solution cells carry nbgrader metadata and the markers
 ``### BEGIN SOLUTION`` / ``### END SOLUTION``, so a course that runs
-nbgrader can take them as they are. The student version is made by
+nbgrader can take each framework's teacher notebook (below) as it is.
+The student version is made by
 nbgrader's own preprocessors (``ClearSolutions`` puts a stub where each
 solution was, answer cells become "YOUR ANSWER HERE"; ``ClearOutput``
 drops outputs), never by a hand-written regex. The book build
