@@ -285,3 +285,32 @@ def test_bench_train_prints_pytorch_rows_beside_mxnet(
     assert {('torch', '1'), ('torch', '2'), ('torch-ddp', '2')} <= rows
     assert 'hand-written PyTorch step / DDP, 2 devices: ' in out
     assert 'PyTorch rows skipped' not in out
+
+
+def test_a_rounds_process_reads_the_data_once(isolated_data, monkeypatch):
+    """One round's process measures every device count in turn: the
+    files are read and decoded once (both paths), the library's
+    iterator is made once per batch size, d2l's loader anew each time."""
+    from mxnet import gluon
+
+    import d2lpar.data
+
+    write_fashion_dir(str(isolated_data / 'fm'), n_train=64, n_test=16)
+    monkeypatch.setenv('D2LPAR_DATA', str(isolated_data / 'fm'))
+    monkeypatch.setattr(bt, '_READ', {})
+    reads, read_split = [], d2lpar.data.read_split
+
+    def counting(directory, split):
+        reads.append(split)
+        return read_split(directory, split)
+
+    monkeypatch.setattr(d2lpar.data, 'read_split', counting)
+    ours = [bt._data(16, 2, 0) for _ in range(3)]
+    assert ours[0] is ours[1] is ours[2] and reads == ['train', 'test']
+    assert [len(X) for X, _ in ours[0]] == [16, 16]
+    assert bt._data(8, 2, 0) is not ours[0] and len(reads) == 4
+    monkeypatch.setattr(gluon.data, 'DataLoader', lambda *a, **k: (a, k))
+    d2ls = [bt._data(16, 2, 3) for _ in range(2)]
+    assert reads == ['train', 'test', 'train', 'test', 'train']
+    assert d2ls[0] is not d2ls[1] and d2ls[0][1]['num_workers'] == 3
+    assert len(d2ls[0][0][0]) == 32
