@@ -75,8 +75,6 @@ def add_network_flags(p):
 
 
 def _train_parser(commands):
-    from .training import INIT_SCALE
-
     p = commands.add_parser('train', help='train LeNet on k devices')
     p.add_argument(
         '--devices',
@@ -88,13 +86,16 @@ def _train_parser(commands):
     add_training_flags(p, 'minibatch size summed over all devices', 256, 0.2)
     # dp.train's own default: from d2l's 0.01 LeNet stays at chance for
     # about its whole first epoch, and one epoch should visibly learn.
+    # _train reads it (d2lpar.training.INIT_SCALE): importing it here would
+    # import MXNet for every command, and the torch engine's worker runs
+    # where MXNet is not installed.
     p.add_argument(
         '--init-scale',
         type=float,
-        default=INIT_SCALE,
-        help=f'std of the initial weights (default '
-        f'{INIT_SCALE}; d2l uses 0.01, which stays at '
-        f'chance for about one epoch)',
+        default=None,
+        help="std of the initial weights (default: train()'s, "
+        'dp.training.INIT_SCALE; d2l uses 0.01, which stays at '
+        'chance for about one epoch)',
     )
 
 
@@ -124,7 +125,7 @@ def _torch_cli():
 
 
 def _worker_parser(commands):
-    from .multiprocess.engines import ENGINES, KVSTORES
+    from .workers import ENGINES, KVSTORES
 
     ENGINES = {**ENGINES, 'torch': TORCH_ENGINE}  # PyTorch's beside MXNet's
 
@@ -174,7 +175,7 @@ def _worker_parser(commands):
 
 
 def _launch_parser(commands):
-    from .multiprocess.engines import KVSTORES
+    from .workers import KVSTORES
 
     la = commands.add_parser(
         'launch', help="run workers on ps-lite, or on PyTorch's launcher"
@@ -345,8 +346,10 @@ def main(argv=None):
 def _train(args):
     from .data import load_fashion_mnist
     from .devices import devices
-    from .training import train
+    from .training import INIT_SCALE, train
 
+    if args.init_scale is None:
+        args.init_scale = INIT_SCALE
     devs = devices(args.devices)
     print(f'training on {devs}', flush=True)
     print(f'initial weights: std {args.init_scale} (--init-scale)', flush=True)
@@ -398,13 +401,13 @@ def _worker(args):
 
 
 def _launch(args):
-    from .multiprocess.launcher import launch
-
     command = args.worker_command
     if command[:1] == ['--']:  # only the separator, not the command's own
         command = command[1:]
-    if args.engine == 'torch':  # the PyTorch twin's engine
+    if args.engine == 'torch':  # the PyTorch twin's engine (no MXNet)
         return _torch_cli().launch(args, command)
+    from .multiprocess.launcher import launch
+
     if args.hosts == 2:
         from .multiprocess.netem import EmulatedHosts
 

@@ -20,6 +20,23 @@ from .checkpoint import read_checkpoint, save_checkpoint
 from .epochs import TrainResult, run_epochs
 from .splitting import shard_ranges
 
+# The one table of MXNet's engine names, with what each is (the command
+# line's help reads it; d2lpar.multiprocess.engines makes them). Here,
+# not there, so that the command line builds without MXNet.
+ENGINES = {
+    'kvstore': 'MXNet parameter server (start the job with launch)',
+    'horovod': 'ring all-reduce over gloo (start it with horovodrun)',
+}
+
+# The one table of the parameter server's modes (``--kvstore``).
+KVSTORES = {
+    'dist_sync': "the servers sum every worker's gradient, then each "
+    'worker updates its copy (synchronous)',
+    'dist_device_sync': "as dist_sync, summing on the workers' devices",
+    'dist_async': 'the servers update the weights with each push as it '
+    'arrives; workers pull the weights (asynchronous)',
+}
+
 
 def my_shard(X, y, rank, num_workers):
     """Worker ``rank``'s contiguous shard of a global minibatch."""

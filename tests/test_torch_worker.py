@@ -136,3 +136,33 @@ def test_a_corrupt_checkpoint_ends_the_job_naming_it(tmp_path):
     assert re.search(
         r'launch: worker [01] \(pid \d+\) exited with status 2', job.stderr
     )
+
+
+# python -m d2lpar, in a process where MXNet cannot be imported.
+NO_MXNET_MAIN = (
+    "import sys; sys.modules['mxnet'] = None; "
+    'from d2lpar.cli import main; sys.exit(main())'
+)
+
+
+@pytest.mark.slow
+def test_a_job_runs_where_mxnet_cannot_be_imported(tmp_path):
+    """A student's venv without MXNet (``pip install "d2lpar[torch]"``)
+    runs the torch engine: with MXNet unimportable in the launcher and in
+    every worker, two workers train an epoch. (The command line once took
+    its engine table from d2lpar.multiprocess, which imports MXNet, for
+    every command.)"""
+    root = tmp_path / 'data'
+    write_fashion_dir(root, n_train=32, n_test=8)
+    entry = [PY, '-c', NO_MXNET_MAIN]
+    job = subprocess.run(
+        entry + ['launch', '--engine', 'torch', '--workers', '2',
+                 '--timeout', '150', '--'] + entry
+        + ['worker', '--engine', 'torch', '--data', str(root),
+           '--batch-size', '8'],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )  # fmt: skip
+    assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
+    assert '[worker 1] rank 1/2 epoch 1: test acc' in job.stdout

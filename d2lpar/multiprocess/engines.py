@@ -11,22 +11,9 @@ import os
 
 import mxnet as mx
 
-# The one table of engine names, with what each is (the command line's
-# help reads it).
-ENGINES = {
-    'kvstore': 'MXNet parameter server (start the job with launch)',
-    'horovod': 'ring all-reduce over gloo (start it with horovodrun)',
-}
-
-# The one table of the parameter server's modes (``--kvstore``).
-KVSTORES = {
-    'dist_sync': "the servers sum every worker's gradient, then each "
-    'worker updates its copy (synchronous)',
-    'dist_device_sync': "as dist_sync, summing on the workers' devices",
-    'dist_async': 'the servers update the weights with each push as it '
-    'arrives; workers pull the weights (asynchronous)',
-}
-
+# Plain tables, kept in d2lpar.workers so that the command line builds
+# without MXNet (the torch engine's worker runs where it is missing).
+from ..workers import ENGINES, KVSTORES
 
 # Every distributed kvstore this process created. Its destructor is
 # ps-lite's Finalize, a barrier that waits for every other worker: freed
