@@ -125,7 +125,9 @@ def read_split(directory, split):
             f'{label_path}: label {labels.max()} is outside '
             f'0..{NUM_CLASSES - 1}; the file is corrupt'
         )
-    X = images.astype(onp.float32)[:, None, :, :] / 255
+    # One pass into one new array: astype then / 255 made two of 188 MB
+    # for the training split (the same float32 values, in twice the CPU).
+    X = onp.divide(images[:, None, :, :], onp.float32(255), dtype=onp.float32)
     return X, labels.astype(onp.int32)
 
 

@@ -1,6 +1,9 @@
 """d2lpar.idx: reading the IDX files, and an error naming the file for
 every kind of corruption."""
 
+import gzip
+import os
+
 import numpy as onp
 import pytest
 from conftest import (
@@ -100,3 +103,12 @@ def test_real_dataset_is_complete():
     assert X.shape == (10000, 1, 28, 28)
     assert_array_equal(onp.bincount(y), [1000] * 10)
     assert 0 <= X.min() and X.max() <= 1
+    # The pixels over 255 in float32, bit for bit, as astype then / 255.
+    raw = onp.frombuffer(
+        gzip.open(os.path.join(REAL_DIR, 't10k-images-idx3-ubyte.gz')).read(),
+        onp.uint8,
+        offset=16,
+    ).reshape(X.shape)
+    expected = raw.astype(onp.float32) / 255
+    assert X.dtype == onp.float32 and X.flags.c_contiguous
+    assert_array_equal(X.view(onp.uint32), expected.view(onp.uint32))
