@@ -17,6 +17,7 @@ framework is installed (a student's PyTorch notebook), only that one is
 measured. Nothing here imports a framework until it is measured.
 """
 
+import contextlib
 import os
 import re
 import sys
@@ -173,8 +174,18 @@ def time_step(framework, num_devices, batch_size=256, steps=10, warmup=2):
     return 1000 * (perf_counter() - start) / steps
 
 
+def _timed(step, wait, steps):
+    """Run ``steps`` steps; their wall-clock ms per step."""
+    start = perf_counter()
+    for _ in range(steps):
+        step()
+    wait()
+    return 1000 * (perf_counter() - start) / steps
+
+
 def _mxnet_ops(step, wait, steps):
-    """ms per step of each MXNet operator, from MXNet's profiler."""
+    """(ms per step of each MXNet operator, from MXNet's profiler; a
+    profiled step's wall-clock ms)."""
     from mxnet import profiler
 
     from .profile import _operator_ms
@@ -185,26 +196,44 @@ def _mxnet_ops(step, wait, steps):
                         filename=trace)  # fmt: skip
     profiler.dumps(reset=True)  # nothing from before counts
     profiler.set_state('run')
-    for _ in range(steps):
-        step()
-    wait()
+    wall = _timed(step, wait, steps)
     profiler.set_state('stop')
-    return _operator_ms(profiler.dumps(reset=True), steps)
+    return _operator_ms(profiler.dumps(reset=True), steps), wall
+
+
+@contextlib.contextmanager
+def _without_kineto_notes():
+    """Keep the lines PyTorch's profiler library writes to file
+    descriptor 2 as it starts and stops (``USDT: ... profiler_start``)
+    out of the output; any other line it writes is passed on."""
+    sys.stderr.flush()
+    with tempfile.TemporaryFile('w+') as log:
+        saved = os.dup(2)
+        os.dup2(log.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            log.seek(0)
+            for line in log:
+                if not line.startswith('USDT:'):
+                    sys.stderr.write(line)
 
 
 def _torch_ops(step, wait, steps):
-    """ms per step of each PyTorch operator: its self time (without the
-    operators it calls, so that nothing is counted twice)."""
+    """(ms per step of each PyTorch operator: its self time, without the
+    operators it calls, so that nothing is counted twice; a profiled
+    step's wall-clock ms)."""
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
-        for _ in range(steps):
-            step()
-        wait()
+    with _without_kineto_notes():
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            wall = _timed(step, wait, steps)
     ops = {}
     for event in prof.key_averages():
         ops[event.key] = event.self_cpu_time_total / 1000 / steps
-    return dict(sorted(ops.items(), key=lambda kv: -kv[1]))
+    return dict(sorted(ops.items(), key=lambda kv: -kv[1])), wall
 
 
 def profile_step(framework, batch_size=256, steps=5, warmup=2):
@@ -223,18 +252,15 @@ def profile_step(framework, batch_size=256, steps=5, warmup=2):
         ``operators`` (ms per step by the profiler's operator name,
         largest first), ``kinds`` (the same summed by :func:`op_kind`,
         in the order of :data:`KINDS`) and ``profiled_ms`` (a profiled
-        step's wall-clock ms: the operators' sum falls short of it by
-        the time between operators).
+        step's wall-clock ms, from the profiler's start to its stop: the
+        operators' sum falls short of it by the time between operators).
     """
     step, wait = STEPS[framework](1, batch_size)
     for _ in range(warmup):
         step()
     wait()
-    start = perf_counter()
-    ops = {'mxnet': _mxnet_ops, 'pytorch': _torch_ops}[framework](
-        step, wait, steps
-    )
-    profiled_ms = 1000 * (perf_counter() - start) / steps
+    run = {'mxnet': _mxnet_ops, 'pytorch': _torch_ops}[framework]
+    ops, profiled_ms = run(step, wait, steps)
     return dict(operators=ops, kinds=by_kind(ops), profiled_ms=profiled_ms)
 
 
