@@ -28,6 +28,10 @@ start=$(date +%s)
 # d2lpar/_runtime.py), emptied here so each build starts afresh.
 export D2LPAR_MXNET_CODE_CACHE=$PWD/_build/mxnet-code-cache
 rm -rf "$D2LPAR_MXNET_CODE_CACHE"
+# Likewise Fashion-MNIST's files, decompressed once per build instead of
+# in every training run and worker (D2LPAR_IDX_CACHE, d2lpar/idx.py).
+export D2LPAR_IDX_CACHE=$PWD/_build/idx-cache
+rm -rf "$D2LPAR_IDX_CACHE"
 # The log is kept: it says how long each chapter took to execute.
 # `time` adds the CPU seconds of every process the build waited for
 # (kernels, the jobs they launch): divided by the cores, the least wall

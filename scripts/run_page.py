@@ -42,13 +42,14 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.quick:
         os.environ['D2LPAR_QUICK'] = '1'
-    # MXNet's compiled operator wrappers, shared as in the build
-    # (scripts/build-book.sh; item 8 of d2lpar/_runtime.py).
+    # MXNet's compiled operator wrappers and the data files' bytes,
+    # shared as in the build (scripts/build-book.sh).
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    os.environ.setdefault(
-        'D2LPAR_MXNET_CODE_CACHE',
-        os.path.join(root, '_build', 'mxnet-code-cache'),
-    )
+    for var, folder in (
+        ('D2LPAR_MXNET_CODE_CACHE', 'mxnet-code-cache'),
+        ('D2LPAR_IDX_CACHE', 'idx-cache'),
+    ):
+        os.environ.setdefault(var, os.path.join(root, '_build', folder))
     page = os.path.abspath(args.page)
     nb = jupytext.read(page)
     start = time.monotonic()

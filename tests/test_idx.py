@@ -112,3 +112,43 @@ def test_real_dataset_is_complete():
     expected = raw.astype(onp.float32) / 255
     assert X.dtype == onp.float32 and X.flags.c_contiguous
     assert_array_equal(X.view(onp.uint32), expected.view(onp.uint32))
+
+
+def test_the_build_cache_decompresses_each_file_once(tmp_path, monkeypatch):
+    """With D2LPAR_IDX_CACHE set (the book build), a file is decompressed
+    once and then read from the cache, giving the same arrays; a file
+    rewritten is decompressed anew; a truncated file is still an error;
+    without the variable nothing is cached."""
+    from d2lpar import idx
+
+    root = tmp_path / 'fm'
+    root.mkdir()
+    written = write_fashion_dir(str(root), n_train=20, n_test=8)
+    cache = tmp_path / 'cache'
+    monkeypatch.setenv('D2LPAR_IDX_CACHE', str(cache))
+    opened, gzip_open = [], gzip.open
+
+    def counting(path, mode='rb', *args):
+        if mode == 'rb':  # reads (write_gz below writes with it too)
+            opened.append(os.path.basename(path))
+        return gzip_open(path, mode, *args)
+
+    monkeypatch.setattr(idx.gzip, 'open', counting)
+    X1, y1 = read_split(str(root), 'train')
+    X2, y2 = read_split(str(root), 'train')
+    assert opened == list(NAMES['train']) and len(list(cache.iterdir())) == 2
+    assert_array_equal(X1, X2)
+    assert_array_equal(y1, y2)
+    assert_array_equal(y1, written['train'][1])
+    labels = root / NAMES['train'][1]
+    write_gz(labels, idx_bytes(LABEL_MAGIC, onp.full(20, 3)))
+    os.utime(labels, ns=(1, 1))  # a new time, even on a coarse clock
+    _, y3 = read_split(str(root), 'train')
+    assert opened[2:] == [NAMES['train'][1]] and (y3 == 3).all()
+    write_gz(labels, idx_bytes(LABEL_MAGIC, onp.full(20, 3))[:-5])
+    with pytest.raises(dp.DatasetError, match='truncated|bytes'):
+        read_split(str(root), 'train')
+    monkeypatch.delenv('D2LPAR_IDX_CACHE')
+    before = sorted(cache.iterdir())
+    read_split(str(root), 'test')
+    assert sorted(cache.iterdir()) == before
