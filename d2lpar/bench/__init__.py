@@ -19,6 +19,9 @@ in the same run:
   matrix-product rate) and the kernels that run LeNet's layers;
 - :mod:`d2lpar.bench.profile`: where a step's time goes (phases,
   operators), before and after the thread budget;
+- :mod:`d2lpar.bench.frameworks`: the library's step in MXNet beside
+  PyTorch, profiled by kind of operator, with the oneDNN kernels each
+  runs (the training chapter);
 - :mod:`d2lpar.bench.resnet`: ResNet-18 steps with Gluon's trainer, on
   1 and 2 devices (the concise chapter's exercise);
 - :mod:`d2lpar.bench.engines`: parameter server vs Horovod, step time
@@ -66,6 +69,11 @@ _NAMES = {
     'run_job': 'engines',
     'measure_engine': 'engines',
     'format_engines': 'engines',
+    'compare_frameworks': 'frameworks',
+    'format_frameworks': 'frameworks',
+    'kind_differences': 'frameworks',
+    'onednn_kernels': 'frameworks',
+    'implementations': 'frameworks',
     'lenet_flops': 'limit',
     'matmul_rates': 'limit',
     'matmul_rate': 'limit',
@@ -114,6 +122,7 @@ _NAMES = {
 _MODULES = (
     'allreduce',
     'engines',
+    'frameworks',
     'limit',
     'network',
     'profile',
