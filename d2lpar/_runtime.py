@@ -164,7 +164,8 @@ class _CompiledOps(importlib.abc.MetaPathFinder):
     builtin) that compiles each generated source only if the cache file
     lacks it, until MXNet has imported; the file is rewritten then.
 
-    The file is one ``marshal`` dump of {blake2b(source): code}, named
+    The file is one ``marshal`` dump of {blake2b(generic source): code}
+    (the source with its handle replaced, :meth:`compile`), named
     by Python's bytecode magic number (a code object is only valid for
     the Python that compiled it); it is replaced atomically, so
     processes starting together at most compile the same code twice,
