@@ -26,7 +26,14 @@ from .model import init_lenet_params
 from .training import INIT_SCALE, cross_entropy, wait_for
 from .worker import LeNet, Worker, pick_device, share_cores
 
-__all__ = ['ddp_steps', 'spawn', 'train_batch', 'train_concise']
+__all__ = [
+    'ddp',
+    'ddp_steps',
+    'run_rank',
+    'spawn',
+    'train_batch',
+    'train_concise',
+]
 
 
 def train_batch(X, y, net, optimizer, loss=cross_entropy):
@@ -55,7 +62,10 @@ def train_batch(X, y, net, optimizer, loss=cross_entropy):
 
 
 def run_rank(rank, fn, world, store, out, args):
-    # One process of spawn(): its cores, its place in the Gloo group.
+    """One process of :func:`spawn`: take this process's share of the
+    cores, join the Gloo group of ``world`` processes (they meet through
+    the file ``store``), run ``fn(*args)``; rank 0 writes the result to
+    the file ``out``."""
     share_cores(world)
     dist.init_process_group(
         'gloo', init_method=f'file://{store}', rank=rank, world_size=world
@@ -88,8 +98,10 @@ def spawn(fn, workers, *args):
     (:func:`d2lpar.torch.worker.share_cores`) and joins the group
     (``torch.distributed`` is initialised, ``dist.get_rank()`` tells it
     which it is) before it calls ``fn``. ``fn`` must be importable (a
-    module's function, not a notebook's): the processes are started
-    fresh (``torch.multiprocessing``'s *spawn*), not forked.
+    module's function, not a notebook's): the processes are not forks of
+    the caller but of a server process that has imported PyTorch and this
+    module and run nothing else (``forkserver``; *spawn* where there is
+    no fork, on Windows).
 
     Returns
     -------
