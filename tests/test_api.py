@@ -106,13 +106,14 @@ IMPORT_PATH = re.compile(r'^\s*(?:from|import) (d2lpar(?:\.\w+)*)', re.M)
 # modules). Attributes of a class or of a value (dp.comm.SCHEDULES.items,
 # dp.multiprocess.ParameterServer.sum_) are not levels of the package.
 DEPTH_SCRIPT = """
-import sys, types, d2lpar
-for name in sys.argv[1:]:
+import importlib, sys, types
+root = importlib.import_module(sys.argv[1])
+for name in sys.argv[2:]:
     parts = name.split('.')[1:]
     if any(p.startswith('_') for p in parts):
         print(name, 'private')
         continue
-    obj = d2lpar
+    obj = root
     for depth, part in enumerate(parts):
         if not hasattr(obj, part):
             print(name, 'not found')
@@ -124,15 +125,29 @@ for name in sys.argv[1:]:
 """
 
 
-def page_names():
+# A PyTorch cell of a page in both frameworks (its first line is
+# ``#@tab pytorch``, d2lpar/pages/tabs.py), whose dp is d2lpar.torch.
+TORCH_CELL = re.compile(
+    r'^```\{code-cell\}[^\n]*\n(?::tags:[^\n]*\n)?#@tab pytorch\n.*?^```',
+    re.M | re.S,
+)
+
+
+def page_names(framework='mxnet'):
     """Every dotted name of the package the pages (chapters and
-    homework) use, and every module path they import."""
+    homework) use, and every module path they import: in their PyTorch
+    cells for ``framework='pytorch'``, elsewhere (code and prose) for
+    ``'mxnet'``."""
     names = set()
     for folder in ('book', 'homework'):
         for path in sorted(os.listdir(os.path.join(ROOT, folder))):
             if path.endswith('.md') and path != 'api.md':
                 with open(os.path.join(ROOT, folder, path)) as f:
                     text = f.read()
+                if framework == 'pytorch':
+                    text = '\n'.join(TORCH_CELL.findall(text))
+                else:
+                    text = TORCH_CELL.sub('', text)
                 names |= set(PAGE_NAME.findall(text))
                 names |= {
                     m + '.'  # a module path: every part is a level
@@ -141,7 +156,8 @@ def page_names():
     return sorted(names)
 
 
-def depth_problems(names):
+def depth_problems(names, root='d2lpar'):
+    """What is wrong with each name, walked from ``root`` (``dp``)."""
     import_paths = [n[:-1] for n in names if n.endswith('.')]
     problems = [
         f'{path} imported (a module below the first level)'
@@ -149,7 +165,7 @@ def depth_problems(names):
         if path.count('.') >= 2
     ]
     run = subprocess.run(
-        [sys.executable, '-c', DEPTH_SCRIPT]
+        [sys.executable, '-c', DEPTH_SCRIPT, root]
         + [n for n in names if not n.endswith('.')],
         capture_output=True,
         text=True,
@@ -167,6 +183,15 @@ def test_pages_use_two_levels_and_no_private_names():
     names = page_names()
     assert 'dp.comm.allreduce_time' in names  # the pattern reads pages
     assert depth_problems(without_torch_if_absent(names)) == []
+    if importlib.util.find_spec('torch') is None:
+        return
+    # A PyTorch cell's dp is d2lpar.torch: its names are walked from there
+    # (and a d2lpar.NAME from d2lpar, as elsewhere).
+    names = page_names('pytorch')
+    assert 'dp.launch.launch' in names  # the pattern reads PyTorch's cells
+    mine = [n for n in names if n.startswith('dp.')]
+    assert depth_problems(mine, 'd2lpar.torch') == []
+    assert depth_problems([n for n in names if n not in mine]) == []
 
 
 def test_depth_check_can_fail():
