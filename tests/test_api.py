@@ -133,21 +133,27 @@ TORCH_CELL = re.compile(
 )
 
 
-def page_names(framework='mxnet'):
+CODE_CELL = re.compile(r'^```\{code-cell\}.*?^```', re.M | re.S)
+
+
+def page_names(part='mxnet'):
     """Every dotted name of the package the pages (chapters and
     homework) use, and every module path they import: in their PyTorch
-    cells for ``framework='pytorch'``, elsewhere (code and prose) for
-    ``'mxnet'``."""
+    cells for ``part='pytorch'``, in their other code cells for
+    ``'mxnet'``, in their text (outside code cells) for ``'prose'``."""
     names = set()
     for folder in ('book', 'homework'):
         for path in sorted(os.listdir(os.path.join(ROOT, folder))):
             if path.endswith('.md') and path != 'api.md':
                 with open(os.path.join(ROOT, folder, path)) as f:
                     text = f.read()
-                if framework == 'pytorch':
+                if part == 'pytorch':
                     text = '\n'.join(TORCH_CELL.findall(text))
+                elif part == 'mxnet':
+                    cells = CODE_CELL.findall(TORCH_CELL.sub('', text))
+                    text = '\n'.join(cells)
                 else:
-                    text = TORCH_CELL.sub('', text)
+                    text = CODE_CELL.sub('', text)
                 names |= set(PAGE_NAME.findall(text))
                 names |= {
                     m + '.'  # a module path: every part is a level
@@ -176,14 +182,40 @@ def depth_problems(names, root='d2lpar'):
     return problems + run.stdout.splitlines()
 
 
+def prose_problems(names, torch_present):
+    """What is wrong with each name of the pages' text. The text is one
+    for both frameworks, so a ``dp.NAME`` there is right when it is
+    right in either (``d2lpar`` or, with torch installed,
+    ``d2lpar.torch``); a ``d2lpar.NAME`` is walked from ``d2lpar``."""
+    problems = depth_problems(without_torch_if_absent(names))
+    if not torch_present:
+        return problems
+    mine = [n for n in names if n.startswith('dp.')]
+    torch_problems = depth_problems(mine, 'd2lpar.torch')
+
+    def name(problem):
+        return problem.split(' ', 1)[0]
+
+    wrong_in_torch = {name(p) for p in torch_problems}
+    return [
+        p
+        for p in problems
+        if not (name(p) in mine and name(p) not in wrong_in_torch)
+    ]
+
+
 def test_pages_use_two_levels_and_no_private_names():
     """Chapters and homework reach the library in at most two levels
     (dp.allreduce, dp.zero.train_batch), never through a module of a
     subpackage (dp.comm.schedules.traffic) and never a private name."""
+    torch_present = importlib.util.find_spec('torch') is not None
     names = page_names()
     assert 'dp.comm.allreduce_time' in names  # the pattern reads pages
     assert depth_problems(without_torch_if_absent(names)) == []
-    if importlib.util.find_spec('torch') is None:
+    prose = page_names('prose')
+    assert 'dp.concise.spawn' in prose  # the pattern reads the text
+    assert prose_problems(prose, torch_present) == []
+    if not torch_present:
         return
     # A PyTorch cell's dp is d2lpar.torch: its names are walked from there
     # (and a d2lpar.NAME from d2lpar, as elsewhere).
@@ -192,6 +224,23 @@ def test_pages_use_two_levels_and_no_private_names():
     mine = [n for n in names if n.startswith('dp.')]
     assert depth_problems(mine, 'd2lpar.torch') == []
     assert depth_problems([n for n in names if n not in mine]) == []
+
+
+def test_prose_names_are_right_in_one_framework_at_least():
+    """The text's check passes a name of either framework and still
+    fails a name that is in neither, and a third level."""
+    if importlib.util.find_spec('torch') is None:
+        pytest.skip('needs torch: the check walks d2lpar.torch too')
+    names = [
+        'dp.allreduce',
+        'dp.concise.spawn',
+        'dp.no_such',
+        'dp.comm.schedules.traffic',
+    ]
+    assert sorted(prose_problems(names, True)) == [
+        'dp.comm.schedules.traffic module at level 2',
+        'dp.no_such not found',
+    ]
 
 
 def test_depth_check_can_fail():
