@@ -41,6 +41,10 @@ MXNet was imported before d2lpar):
    (:func:`d2lpar.threads.claim_every_core`): a worker's OpenMP threads
    may later go down but never up, since MXNet's cached oneDNN
    operators crash when run with more threads than they were built for.
+   Where ``d2lpar.torch`` was imported first, PyTorch's operators get
+   every core back too (:func:`d2lpar.torch.use_every_core`): importing
+   MXNet leaves the process's OpenMP setting, which PyTorch reads, at one
+   thread.
 8. **Only where** ``D2LPAR_MXNET_CODE_CACHE`` **names a folder** (the book
    build sets it, ``scripts/build-book.sh``): the Python wrappers MXNet
    generates for its ~2,500 operators while it imports (source text it
@@ -120,6 +124,12 @@ class _SetUpAfterImport(importlib.abc.Loader):
         return self.loader.create_module(spec)
 
     def exec_module(self, module):
+        # MXNet is loading now: the hook has done its work (it stayed on
+        # sys.meta_path until here, so a find_spec('mxnet') that only
+        # probed did not disarm it).
+        sys.meta_path[:] = [
+            f for f in sys.meta_path if not isinstance(f, _MXNetFinder)
+        ]
         ops = _CompiledOps.from_environment()
         if ops is not None:
             sys.meta_path.insert(0, ops)
@@ -308,11 +318,17 @@ class _MXNetFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
         if name != 'mxnet':
             return None
-        sys.meta_path.remove(self)  # once: the real search follows
+        # The real search, without this finder (else it finds itself);
+        # it stays armed until MXNet actually loads
+        # (_SetUpAfterImport.exec_module takes it off).
+        where = sys.meta_path.index(self)
+        sys.meta_path.remove(self)
         try:
             spec = importlib.util.find_spec(name)
         except ImportError as err:
             raise _missing_mxnet(err) from err
+        finally:
+            sys.meta_path.insert(where, self)
         if spec is None:
             raise _missing_mxnet()
         spec.loader = _SetUpAfterImport(spec.loader)
@@ -357,3 +373,10 @@ def start():
         after_in_child=threads.engine_restarted_in_child,
     )
     threads.claim_every_core(mx.cpu(0))
+    # Importing MXNet leaves the process's OpenMP setting at one thread,
+    # which PyTorch reads: where the PyTorch twin was imported first, give
+    # PyTorch's operators every core again (as its import does when MXNet
+    # came first).
+    twin = sys.modules.get('d2lpar.torch')
+    if twin is not None:
+        twin.use_every_core()

@@ -253,6 +253,37 @@ def test_import_d2lpar_loads_no_mxnet_until_used():
     assert stdout.split() == ['False', 'True']
 
 
+def test_probing_for_mxnet_leaves_the_hook_armed():
+    """``importlib.util.find_spec('mxnet')`` only looks: the import that
+    follows still gets MXNet set up (NumPy arrays on)."""
+    script = (
+        'import importlib.util\n'
+        'import d2lpar\n'
+        'assert importlib.util.find_spec("mxnet") is not None\n'
+        'from mxnet import util\n'
+        'print(util.is_np_array())'
+    )
+    assert run_script(script).split()[-1] == 'True'
+
+
+def test_mxnet_after_the_pytorch_twin_leaves_pytorch_every_core():
+    """Importing MXNet after ``d2lpar.torch`` would leave PyTorch on one
+    thread; the hook gives it the process's cores back."""
+    pytest.importorskip('torch')
+    script = (
+        'import os\n'
+        'from d2lpar import torch as tdp\n'
+        'import torch\n'
+        'before = torch.get_num_threads()\n'
+        'import mxnet\n'
+        'print(before, torch.get_num_threads(), len(os.sched_getaffinity(0)))'
+    )
+    before, after, cores = run_script(
+        script, without=('OMP_NUM_THREADS',)
+    ).split()[-3:]
+    assert before == after == cores
+
+
 # MXNet 1.9.1 imports on its own only beside numpy < 1.24 (later numpy
 # lacks the aliases it reads, which d2lpar restores first).
 @pytest.mark.skipif(

@@ -46,7 +46,8 @@ again (``torch.set_num_threads``), unless ``OMP_NUM_THREADS`` is set:
 importing MXNet leaves the process's OpenMP setting, which PyTorch reads,
 at one thread (measured: 2 threads before ``import mxnet``, 1 after),
 so PyTorch would run on one core. MXNet imported after this module
-lowers it again (then call :func:`use_every_core`).
+would lower it again; d2lpar's import hook then calls
+:func:`use_every_core` itself (:mod:`d2lpar._runtime`, item 7).
 
 Install: ``pip install "d2lpar[torch]"`` (torch 2.13.0). On Linux, PyPI's
 torch is the CUDA build (several GB); for the CPU build add
