@@ -165,6 +165,30 @@ def test_pytorch_notebooks_import_no_mxnet(path):
     assert 'd2lpar.torch' not in mx
 
 
+@pytest.mark.parametrize('path', ASSIGNMENTS, ids=lambda p: p.stem)
+def test_mxnet_notebooks_import_d2lpar_before_mxnet(path):
+    """Every MXNet code cell that imports mxnet imports d2lpar before
+    it: d2lpar prepares numpy for MXNet 1.9.1 (with numpy >= 1.24 an
+    mxnet imported first fails on np.bool), as the install page says."""
+    first = []
+    for cell in _teacher((path, 'mxnet')).cells:
+        if cell.cell_type != 'code':
+            continue
+        d2lpar_seen = False
+        for node in ast.parse(cell.source).body:
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module]
+            else:
+                continue
+            if any(n.split('.')[0] == 'd2lpar' for n in names):
+                d2lpar_seen = True
+            if any(n.split('.')[0] == 'mxnet' for n in names):
+                first.append(d2lpar_seen)
+    assert all(first), first
+
+
 def test_pytorch_student_files_read_as_pytorch(tmp_path):
     """python -m d2lpar check reads each PyTorch student notebook as
     PyTorch and each MXNet one as MXNet (from their imports)."""
