@@ -6,8 +6,8 @@ its allreduce can run while the backward pass still computes. MXNet's
 engine does this by itself: every operator waits only for the arrays it
 reads, so a copy queued for ``W4.grad`` starts as soon as ``W4.grad`` is
 written. What prevents it is Python waiting for *all* the work (a
-``npx.waitall()`` between backward and allreduce), as a framework
-without dependency tracking must. Buckets group gradients so that fewer,
+``npx.waitall()`` between backward and allreduce), as a step that does
+not know when each gradient is ready must. Buckets group gradients so that fewer,
 larger transfers run; ordering them last layer first lets the first
 bucket start earliest (PyTorch DDP's default bucket is 25 MB).
 
@@ -197,8 +197,9 @@ def plot_bucket_sweep(times, title=''):
     return fig
 
 
-# Engine operations that move or add received gradients, as opposed to
-# the forward and backward computation.
+# Copy operators. Not all of a step's copies are the allreduce's: the
+# input shard's transfer to device 1 (split_batch) and the updates'
+# in-place writes (``p[:] = ...``) are copies too.
 COMM_OPS = ('CopyCPU2CPU', 'CopyCPU2GPU', 'CopyGPU2CPU', 'CopyGPU2GPU')
 
 
@@ -295,7 +296,7 @@ def profile_step(
 
 
 def comm_overlap(events):
-    """Milliseconds of communication that ran while compute also ran.
+    """Milliseconds of copies (:data:`COMM_OPS`) beside compute.
 
     Parameters
     ----------
@@ -305,9 +306,10 @@ def comm_overlap(events):
     Returns
     -------
     tuple of (float, float)
-        ``(overlapped, total)``: communication time that coincided with
-        some compute operator (on any device), and all communication
-        time, in ms.
+        ``(overlapped, total)``: copy time that coincided with some
+        compute operator (on any device), and all copy time, in ms. The
+        copies include the input shard's and the updates', not only the
+        allreduce's.
     """
     comm = [(s, t) for _, name, s, t in events if name in COMM_OPS]
     compute = [
