@@ -182,6 +182,31 @@ def test_without_pytorch_the_command_line_still_works():
     assert 'pip install "d2lpar[torch]"' in out.stderr
 
 
+def test_a_system_without_sighup_or_sigquit_imports_the_launcher():
+    """Windows' signal module has neither SIGHUP nor SIGQUIT: with them
+    removed, the launcher still imports and handles the two signals left
+    (only simulated: the tests run on Linux)."""
+    code = (
+        'import signal\n'
+        'del signal.SIGHUP, signal.SIGQUIT\n'
+        'from d2lpar.torch import launch\n'
+        'print(*(s.name for s in launch.HANDLED))\n'
+    )
+    out = subprocess.run(
+        [PY, '-c', code], capture_output=True, text=True, timeout=120
+    )
+    assert out.stdout.split() == ['SIGTERM', 'SIGINT'], out.stderr
+    # And where they exist, all four are handled.
+    from d2lpar.torch.launch import HANDLED
+
+    assert [s.name for s in HANDLED] == [
+        'SIGTERM',
+        'SIGINT',
+        'SIGHUP',
+        'SIGQUIT',
+    ]
+
+
 def test_a_time_limit_during_start_up_leaves_nothing(tmp_path):
     """The limit fires before the agent has started (or while it starts)
     the workers: status 124 at once, and no worker of the job runs."""

@@ -31,7 +31,13 @@ import uuid
 
 # The signals PyTorch's agent handles (TORCHELASTIC_SIGNALS_TO_HANDLE):
 # each stops every worker's process group before the launcher returns.
-HANDLED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
+# Those this system has: Windows has no SIGHUP or SIGQUIT (the agent
+# skips them there too). Only Linux runs the tests; elsewhere untested.
+HANDLED = tuple(
+    getattr(signal, name)
+    for name in ('SIGTERM', 'SIGINT', 'SIGHUP', 'SIGQUIT')
+    if hasattr(signal, name)
+)
 
 # What the agent starts in place of each worker's command on Linux: it
 # asks the kernel to SIGKILL it when the launcher dies, then becomes the
