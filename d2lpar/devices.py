@@ -55,14 +55,14 @@ def devices(n=None):
         If ``n`` is not positive, if ``D2LPAR_DEVICES=gpu`` and more GPUs
         are asked for than MXNet sees, or if ``D2LPAR_DEVICES`` has an
         unknown value.
+    RuntimeError
+        If ``D2LPAR_DEVICES=gpu`` but MXNet sees no GPU.
 
     Warns
     -----
     UserWarning
         When more devices are asked for than MXNet sees GPUs (a reader
         with one GPU): ``n`` CPU contexts are returned instead.
-    RuntimeError
-        If ``D2LPAR_DEVICES=gpu`` but MXNet sees no GPU.
 
     Examples
     --------
