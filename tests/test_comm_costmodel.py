@@ -104,6 +104,24 @@ def test_memory_traffic_counts_the_implementation():
     assert 5 * reduce_in + 2 * gather_in == memory_traffic('ring', k, 4 * n)
 
 
+def test_memory_traffic_doubling_counts_its_schedule():
+    """Doubling's count is its schedule's: every reducing transfer
+    copies (2) and adds (3) its bytes, every overwrite copies them (2);
+    on two devices that is 10N, more than the ring's 7N."""
+    from d2lpar.comm import schedules
+    from d2lpar.comm.costmodel import memory_traffic
+
+    for k in (2, 3, 4, 5, 8):
+        counted = sum(
+            5 if t.reduce else 2
+            for step in schedules.doubling_schedule(k)
+            for t in step
+        )
+        assert memory_traffic('doubling', k, MB) == counted * MB, k
+    assert memory_traffic('doubling', 2, MB) == 10 * MB
+    assert memory_traffic('doubling', 2, MB) > memory_traffic('ring', 2, MB)
+
+
 def test_engine_bytes_textbook_counts_and_band():
     """One parameter server: 2kN per step; a ring all-reduce: 2(k-1)N;
     the band lies around the model, and unknown engines are refused."""

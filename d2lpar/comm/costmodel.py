@@ -138,10 +138,15 @@ def memory_traffic(algorithm, k, nbytes):
       (2 each), added (3 each), and copied out again (2 each). The naive
       algorithm moves as much as the ring; it just does it all on one
       device, one operation after another.
+    - ``'doubling'``: every device receives and adds the whole array in
+      each swap (5 per byte): ``5 k log2(k) N`` when ``k`` is a power of
+      two, ``10N`` on two devices against the ring's ``7N``; the fold
+      (5) and unfold (2) of the ``r`` devices beyond the power of two
+      ``p`` add ``7 r N``.
 
     Parameters
     ----------
-    algorithm : {'copy', 'ideal', 'naive', 'sharded', 'ring'}
+    algorithm : {'copy', 'ideal', 'naive', 'sharded', 'ring', 'doubling'}
     k : int
         Devices.
     nbytes : float
@@ -163,9 +168,13 @@ def memory_traffic(algorithm, k, nbytes):
         return 2 * k * nbytes
     if algorithm in ('naive', 'sharded', 'ring'):
         return 7 * (k - 1) * nbytes
+    if algorithm == 'doubling':
+        swaps = k.bit_length() - 1
+        p = 1 << swaps
+        return (5 * p * swaps + 7 * (k - p)) * nbytes
     raise ValueError(
-        f'memory_traffic: unknown algorithm {algorithm!r}; '
-        f"use 'copy', 'ideal', 'naive', 'sharded' or 'ring'"
+        f'memory_traffic: unknown algorithm {algorithm!r}; use '
+        f"'copy', 'ideal', 'naive', 'sharded', 'ring' or 'doubling'"
     )
 
 
