@@ -18,9 +18,11 @@ Two ways to sum the gradients, the same step:
   allreduce of the chapters over PyTorch's own collective;
 - ``--ddp``: the parameters in a module wrapped in
   ``DistributedDataParallel``, which averages the gradients over the
-  workers during the backward pass (in buckets, overlapping the
-  communication with the backward); the step then multiplies by the
-  number of workers, so the update is the same.
+  workers during the backward pass (in buckets, which can overlap the
+  communication with the backward; LeNet's gradients fit in DDP's first
+  bucket, so here it sends them once the backward pass is done); the
+  step then multiplies by the number of workers, so the update is the
+  same.
 """
 
 import os
