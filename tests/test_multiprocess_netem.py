@@ -27,6 +27,7 @@ def test_bucket_holds_a_loopback_packet_and_little_more():
         command = netem.tbf_command('lo', rate)
         burst = int(command[command.index('burst') + 1])
         assert burst == max(netem.MIN_BURST, netem.parse_rate(rate) / 8 * 1e-3)
+        assert burst == netem.tbf_burst(rate)
         assert 64 * 1024 < netem.MIN_BURST < 1.1 * 64 * 1024
 
 

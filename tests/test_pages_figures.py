@@ -135,3 +135,15 @@ def test_network_plot_draws_each_setup_and_the_placed_model_once():
         '2 hosts, PS 2 servers: model, arrays as placed'
     ]
     assert '1 host, Horovod: measured' in labels
+    # Equal models of two setups stay apart: each setup sits beside the
+    # rate, so no model line hides another's.
+    lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
+    xs = [
+        tuple(lines[f'{name}: model'].get_xdata())
+        for name in (
+            '2 hosts, PS 1 server',
+            '2 hosts, PS 2 servers',
+            '1 host, Horovod',
+        )
+    ]
+    assert len(set(xs)) == 3

@@ -56,6 +56,7 @@ from .netem import (
     Host,
     parse_rate,
     ssh_script,
+    tbf_burst,
     tbf_command,
     why_not,
 )
@@ -109,6 +110,7 @@ __all__ = [
     'Host',
     'parse_rate',
     'ssh_script',
+    'tbf_burst',
     'tbf_command',
     'why_not',
     'Shards',

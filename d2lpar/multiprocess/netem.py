@@ -57,6 +57,16 @@ def parse_rate(rate):
 MIN_BURST = 2**16 + 2**12
 
 
+def tbf_burst(rate):
+    """Bytes the token bucket of :func:`tbf_command` holds at ``rate``.
+
+    One largest packet (:data:`MIN_BURST`), or 1 ms of traffic where
+    that is more: a link idle long enough to refill it sends this many
+    bytes at once, without waiting for the rate.
+    """
+    return max(MIN_BURST, int(parse_rate(rate) / 8 * 1e-3))
+
+
 def tbf_command(device, rate):
     """The ``tc`` command that limits ``device``'s sending to ``rate``.
 
@@ -69,7 +79,7 @@ def tbf_command(device, rate):
     holds one largest packet (:data:`MIN_BURST`), or 1 ms of traffic at
     rates where that is more (so the timer can keep up).
     """
-    burst = max(MIN_BURST, int(parse_rate(rate) / 8 * 1e-3))
+    burst = tbf_burst(rate)
     return [
         'tc',
         'qdisc',

@@ -36,6 +36,7 @@ from .tabs import cell_framework, framework_tabs
 FIGURES = (
     'DEVICE_COLORS',
     'LINE_STYLES',
+    'PLACED_APART',
     'draw_parallelism_schemes',
     'draw_ring_trace',
     'plot_accuracy',

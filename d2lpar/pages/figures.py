@@ -10,6 +10,9 @@ from ..splitting import shard_ranges
 
 # One colour per device, the same on every page.
 DEVICE_COLORS = ('#4C72B0', '#DD8452', '#55A868', '#C44E52')
+# plot_network draws the model with arrays as placed only where it is
+# more than this (relative) away from the model.
+PLACED_APART = 0.05
 
 
 def _box(ax, x, y, w, h, color, text=''):
@@ -432,7 +435,9 @@ def plot_network(rows):
     prediction (compute alone plus the model's transfers), pluses on
     dots-and-dashes the model with the bytes each parameter server really
     holds, from the rows of :func:`d2lpar.bench.measure_network` (the
-    markers show a setup measured at one rate only).
+    markers show a setup measured at one rate only). Each setup's points
+    sit a little to the side of the rate, so that two setups with the
+    same value both stay visible.
 
     Returns
     -------
@@ -448,7 +453,8 @@ def plot_network(rows):
             (r for r in rows if setup_name(r) == label),
             key=lambda r: parse_rate(r['rate']),
         )
-        x = [parse_rate(r['rate']) / 1e6 for r in mine]
+        shift = 1.04 ** (i - (len(names) - 1) / 2)  # beside the rate
+        x = [parse_rate(r['rate']) / 1e6 * shift for r in mine]
         # past the device colors, matplotlib's own cycle: no repeats
         color = DEVICE_COLORS[i] if i < len(DEVICE_COLORS) else f'C{i}'
         ax.plot(
@@ -467,7 +473,8 @@ def plot_network(rows):
         )
         placed = [r.get('placed') for r in mine]
         if None not in placed and any(  # drawn where it tells more
-            abs(p / r['predicted'] - 1) > 0.05 for p, r in zip(placed, mine)
+            abs(p / r['predicted'] - 1) > PLACED_APART
+            for p, r in zip(placed, mine)
         ):
             ax.plot(
                 x,
