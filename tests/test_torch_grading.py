@@ -160,21 +160,34 @@ def test_the_battery_is_the_mxnet_checks():
 
 def average_params(device_params):
     k = len(device_params)
+    with torch.no_grad():
+        for j in range(len(device_params[0])):
+            tdp.allreduce([p[j] for p in device_params])
+            for p in device_params:
+                p[j].copy_(p[j] / k)
+
+
+def average_without_no_grad(device_params):
+    """Right arithmetic, but in-place writes to tensors that require
+    gradients outside torch.no_grad(): PyTorch refuses them on the
+    model's replicas (dp.get_params), so the check must too."""
+    k = len(device_params)
     for j in range(len(device_params[0])):
-        tdp.allreduce([p[j] for p in device_params])
+        total = sum(p[j].detach().clone() for p in device_params)
         for p in device_params:
-            p[j].copy_(p[j] / k)
+            p[j][:] = total / k
 
 
 def average_summed(device_params):
-    for j in range(len(device_params[0])):
-        tdp.allreduce([p[j] for p in device_params])
+    with torch.no_grad():
+        for j in range(len(device_params[0])):
+            tdp.allreduce([p[j] for p in device_params])
 
 
 def average_rebinds(device_params):
     k = len(device_params)
     for j in range(len(device_params[0])):
-        mean = sum(p[j].clone() for p in device_params) / k
+        mean = sum(p[j].detach().clone() for p in device_params) / k
         for p in device_params:
             p[j] = mean.clone()
 
@@ -293,6 +306,18 @@ def test_a_correct_pytorch_solution_passes(check, fn):
     assert report.cases > 0 and report.framework == 'torch'
 
 
+def test_averaging_outside_no_grad_fails_naming_no_grad():
+    """The replicas are made as dp.get_params makes them, so code that
+    would crash on the model's parameters fails the check, and the
+    message says where the writes belong."""
+    report = tdp.check_average_params(average_without_no_grad)
+    assert not report
+    assert report.mistakes[0] == 'raised', str(report)
+    assert 'torch.no_grad()' in report.failures[0].message
+    # The same writes inside no_grad pass.
+    assert tdp.check_average_params(average_params)
+
+
 @pytest.mark.parametrize('check, fn, mistake', PYTORCH_MISTAKEN)
 def test_a_planted_pytorch_mistake_is_named(check, fn, mistake):
     report = check(fn)
@@ -354,3 +379,45 @@ def test_the_pages_claim_no_assignment_lacks_a_pytorch_check():
         text = ' '.join((book / page).read_text().split())
         assert 'no PyTorch check' not in text, page
         assert 'ungraded' not in text, page
+
+
+def sharded_via_run_schedule(data):
+    from d2lpar.comm.schedules import sharded_schedule
+
+    tdp.run_schedule(data, sharded_schedule(len(data)))
+
+
+def test_a_sharded_allreduce_that_runs_the_library_schedule_fails():
+    """As in MXNet, running the library's schedule is calling the
+    library: calls-library, not a pass."""
+    report = tdp.check_sharded_allreduce(sharded_via_run_schedule)
+    assert not report
+    assert report.mistakes[0] == 'calls-library', str(report)
+    assert 'run_schedule' in report.failures[0].message
+
+
+def test_the_checks_run_on_cpu_even_where_devices_gives_an_accelerator(
+    monkeypatch,
+):
+    """dp.devices(1) would give Apple's mps (no float64) or a GPU; the
+    checks run every case on CPU devices instead (they test the
+    algorithm, not the device)."""
+    import importlib
+
+    devices_module = importlib.import_module('d2lpar.torch.devices')
+
+    monkeypatch.setattr(devices_module, '_mps_available', lambda: True)
+    assert tdp.devices(1)[0].type == 'mps'
+    seen = []
+
+    def recording(data):
+        seen.extend(a.device for a in data)
+        correct(data)
+
+    def recording_average(device_params):
+        seen.extend(p[0].device for p in device_params)
+        average_params(device_params)
+
+    assert tdp.check_allreduce(recording)
+    assert tdp.check_average_params(recording_average)
+    assert seen and {d.type for d in seen} == {'cpu'}

@@ -18,7 +18,7 @@ from d2lpar.grading.grade import grade  # noqa: E402
 
 # The tests' correct split_batch and average_params, as a file.
 TORCH_GOOD = (
-    'from d2lpar import torch as tdp\n\n\n'
+    'import torch\n\nfrom d2lpar import torch as tdp\n\n\n'
     + inspect.getsource(split_batch)
     + '\n\n'
     + inspect.getsource(average_params)

@@ -55,18 +55,34 @@ from ..grading.battery import (
     train_case,
     train_cases,
 )
-from ..grading.report import call, run_cases
+from ..grading.report import StudentError, call, run_cases
 from . import collectives
 from .collectives import run_schedule
-from .devices import devices as make_devices
 from .devices import same_place
 from .model import get_params, init_lenet_params, lenet
 from .training import train_batch
 
 DTYPES = {'float32': torch.float32, 'float64': torch.float64}
 
-# The twin's collectives a student's allreduce must not call.
-COLLECTIVES = {'allreduce': collectives.allreduce}
+# The twin's collectives a student's allreduce must not call (as the
+# MXNet check: a sharded_allreduce that only runs a schedule through
+# run_schedule has not moved and added the chunks itself).
+COLLECTIVES = {
+    'allreduce': collectives.allreduce,
+    'run_schedule': run_schedule,
+}
+
+
+def make_devices(k):
+    """The ``k`` devices a check runs on: always CPU labels.
+
+    A check tests the algorithm, not the device: on CPU devices every
+    case (float64 ones too: Apple's ``mps`` has no float64) runs on any
+    machine, where :func:`d2lpar.torch.devices` would give one
+    accelerator for ``k = 1`` and CPUs for more.
+    """
+    return [torch.device('cpu', i) for i in range(k)]
+
 
 # Why the elements each device moves are not counted here.
 NOT_COUNTED = (
@@ -214,8 +230,13 @@ check_tree_allreduce, check_sharded_allreduce = shaped_checks(check_allreduce)
 
 
 def _make_replicas(values, case):
+    # Replicas as dp.get_params makes them (leaves that require
+    # gradients), so that an in-place write outside torch.no_grad()
+    # fails here as it would on the model's parameters.
     return [
-        [torch.tensor(v, dtype=DTYPES[case['dtype']], device=d) for v in vs]
+        get_params(
+            [torch.tensor(v, dtype=DTYPES[case['dtype']]) for v in vs], d
+        )
         for vs, d in zip(values, make_devices(case['k']))
     ]
 
@@ -225,8 +246,22 @@ def _average_diagnose(originals, inputs, case, list_after):
     return diagnose(originals, devs, inputs, case, list_after, None, True)
 
 
+# What PyTorch says when a tensor that requires gradients is written in
+# place outside torch.no_grad().
+LEAF_WRITE = 'leaf Variable that requires grad'
+
+
 def _average_case(fn, case):
-    return average_case(fn, case, _make_replicas, _average_diagnose)
+    try:
+        return average_case(fn, case, _make_replicas, _average_diagnose)
+    except StudentError as e:
+        if LEAF_WRITE not in str(e.error):
+            raise
+        error = RuntimeError(
+            f'{e.error} (the replicas require gradients, as dp.get_params '
+            f'makes them: write the averages inside `with torch.no_grad():`)'
+        )
+        raise StudentError(error, e.text) from e.error
 
 
 def check_average_params(fn):
