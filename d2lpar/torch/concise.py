@@ -70,6 +70,10 @@ def run_rank(rank, fn, world, store, out, args):
     dist.init_process_group(
         'gloo', init_method=f'file://{store}', rank=rank, world_size=world
     )
+    # Every process has its connections before any runs fn: else one
+    # that fails at once can close them while another still connects,
+    # and that one's connection error hides fn's.
+    dist.barrier()
     try:
         result = fn(*args)
         if rank == 0:
