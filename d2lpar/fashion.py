@@ -249,10 +249,8 @@ def download(directory=None, *, url=None, sha1=None, timeout=30, log=None):
     base, sha1 = mirror_url(url), sha1 or SHA1
     log = log or (lambda line: print(line, flush=True))
     os.makedirs(directory, exist_ok=True)
-    log(
-        f'Fashion-MNIST: downloading {len(missing)} file(s) from {base} '
-        f'into {directory}'
-    )
+    files = 'the file' if len(missing) == 1 else f'{len(missing)} files'
+    log(f'Fashion-MNIST: downloading {files} from {base} into {directory}')
     for name in missing:
         source = base + name
         try:
