@@ -15,6 +15,10 @@ each measurement in a fresh process of its own:
   cores, its half of every minibatch and ``DistributedDataParallel``
   over Gloo (the worker of ``launch --engine torch``:
   :class:`d2lpar.torch.worker.Worker`); the slower process's time.
+  LeNet's gradients (about 0.5 MB) fit in DDP's first bucket (1 MiB;
+  later buckets 25 MiB), so DDP sends them in one allreduce when the
+  backward pass has produced the last of them: for this model nothing
+  of its communication overlaps the backward pass.
 
 A fresh process, started with ``python -m``, not the spawn of
 :func:`d2lpar.bench.step.in_fresh_process_each`: that child imports the
@@ -46,8 +50,9 @@ HOLDS = {
     'sums; on 2 devices also the split and the hand-written allreduce '
     '(adds in memory), the devices taking turns, each on every core',
     'torch-ddp': 'each process: the same DataLoader batch, its half of it, '
-    "DDP's bucketed Gloo allreduce over loopback (overlapping the "
-    'backward pass), loss and accuracy sums; the slower process counts',
+    "DDP's Gloo allreduce over loopback (LeNet's gradients fill one "
+    'bucket, sent once the backward pass is done: nothing overlaps), '
+    'loss and accuracy sums; the slower process counts',
 }
 
 
