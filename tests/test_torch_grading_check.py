@@ -3,7 +3,9 @@ PyTorch checks of the framework the file imports, mistakes named in
 PyTorch's terms, a file mixing the frameworks refused with the rule,
 homework 6 graded in PyTorch too."""
 
+import csv
 import inspect
+import io
 import json
 
 import pytest
@@ -14,7 +16,7 @@ pytest.importorskip('torch')
 from test_torch_grading import average_params, split_batch  # noqa: E402
 
 from d2lpar.cli import main  # noqa: E402
-from d2lpar.grading.grade import grade  # noqa: E402
+from d2lpar.grading.grade import grade, to_csv  # noqa: E402
 
 # The tests' correct split_batch and average_params, as a file.
 TORCH_GOOD = (
@@ -52,6 +54,24 @@ def train_epoch(train_iter, device_params, devices, lr):
     return 0.0, 0.0
 """
 
+# Homework 1's tree in PyTorch: its check passes it, noting that the
+# transfers were not counted.
+TORCH_TREE = """
+import torch
+
+
+def tree_allreduce(data):
+    k, step = len(data), 1
+    while step < k:
+        for i in range(0, k - step, 2 * step):
+            data[i] += data[i + step].to(data[i].device)
+        step *= 2
+    while step > 1:
+        step //= 2
+        for i in range(0, k - step, 2 * step):
+            data[i + step].copy_(data[i])
+"""
+
 MXNET_GOOD = 'import d2lpar as dp\n\n\n' + inspect.getsource(tree_allreduce)
 
 
@@ -86,6 +106,7 @@ def graded(tmp_path_factory):
         'mixed.py': MIXED,
         'epoch.py': TORCH_EPOCH_STUB,
         'mxgood.py': MXNET_GOOD,
+        'torchtree.py': TORCH_TREE,
         'notebook.ipynb': _notebook(TORCH_GOOD),
     }
     for name, text in files.items():
@@ -160,3 +181,34 @@ def test_the_command_exits_1_for_a_mixed_file(tmp_path, capsys):
     assert main(['check', str(path), '--json']) == 1
     entry = json.loads(capsys.readouterr().out)['files'][0]
     assert entry['error'].startswith('not graded: it imports both')
+
+
+def test_the_class_table_and_gradebook_say_framework_and_notes(graded):
+    """What a PyTorch check could not judge (the transfers of a tree)
+    reaches the class table and the CSV gradebook, not only the file's
+    own report: each row names the framework it was graded in, the CSV
+    has the notes, and the table lists each note under it with the
+    students it concerns."""
+    results, text = graded
+    tree = results['torchtree.py']
+    assert tree['verdict'] == 'passed', tree
+    book = {
+        row['student']: row
+        for row in csv.DictReader(io.StringIO(to_csv(results.values())))
+    }
+    assert book['torchtree']['framework'] == 'PyTorch'
+    assert (
+        "tree_allreduce: shape='tree': the elements each device "
+        in book['torchtree']['notes']
+    )
+    assert 'not counted in PyTorch' in book['torchtree']['notes']
+    assert book['mxgood']['framework'] == 'MXNet'
+    assert book['mxgood']['notes'] == ''
+    assert book['mixed']['framework'] == ''  # refused: neither
+    row = next(l for l in text.splitlines() if l.startswith('torchtree '))
+    fields = row.split()  # student, verdict, checks, seconds, framework
+    assert fields[1:3] == ['PASSED', '1/1'] and fields[4] == 'PyTorch'
+    assert (
+        "note (torchtree): tree_allreduce: shape='tree': the elements "
+        'each device moves are not counted in PyTorch'
+    ) in text

@@ -216,6 +216,10 @@ def grade_isolated(path, timeout=TIMEOUT):
         :data:`OUTPUT_LIMIT` characters).
     """
     start = time.perf_counter()
+    try:
+        kind, why = framework(path)
+    except ValueError:  # mixed: the child's grade_file says so
+        kind = why = None
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, 'verdict.json')
         timed_out, returncode, stdout, stderr, startup = _run(
@@ -238,6 +242,8 @@ def grade_isolated(path, timeout=TIMEOUT):
                 f'its process ended with exit status {returncode} '
                 f'before a verdict:\n' + '\n'.join(tail)
             )
+    result.setdefault('framework', kind)
+    result.setdefault('framework_from', why)
     result['verdict'] = _verdict(result)
     result['seconds'] = round(time.perf_counter() - start, 1)
     result['startup'] = None if startup is None else round(startup, 1)
@@ -261,25 +267,52 @@ def _reason(result):
     return ', '.join(_mistakes(result))
 
 
+def _framework(result):
+    return detect.NAMES.get(result.get('framework'), '')
+
+
+def _notes(result):
+    """What a check could not judge in this framework, per function
+    (e.g. PyTorch's allreduce check does not count transfers)."""
+    notes = []
+    for report in result['reports']:
+        note = report.get('note')
+        if note and f'{report["function"]}: {note}' not in notes:
+            notes.append(f'{report["function"]}: {note}')
+    return notes
+
+
 def table(results):
-    """One line per student: file, verdict, checks passed, why not."""
-    rows = [('student', 'verdict', 'checks', 'seconds', 'why')]
+    """One line per student: file, verdict, checks passed, seconds,
+    framework, why not; then each note of a check (what it could not
+    judge in that framework), once, with the students it concerns."""
+    rows = [('student', 'verdict', 'checks', 'seconds', 'framework', 'why')]
+    noted = {}
     for r in results:
         passed = sum(x['passed'] for x in r['reports'])
+        student = pathlib.Path(r['file']).stem
         rows.append(
             (
-                pathlib.Path(r['file']).stem,
+                student,
                 r['verdict'].upper(),
                 f'{passed}/{len(r["reports"])}',
                 f'{r["seconds"]:.1f}',
+                _framework(r),
                 _reason(r),
             )
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    return '\n'.join(
-        '  '.join(c.ljust(w) for c, w in zip(row, widths)) + '  ' + row[4]
+        for note in _notes(r):
+            noted.setdefault(note, []).append(student)
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    lines = [
+        '  '.join(c.ljust(w) for c, w in zip(row, widths)) + '  ' + row[5]
         for row in rows
-    ).rstrip()
+    ]
+    lines += [
+        f'note ({", ".join(students)}): {note}'
+        for note, students in noted.items()
+    ]
+    return '\n'.join(line.rstrip() for line in lines)
 
 
 def details(result):
@@ -323,21 +356,34 @@ def details(result):
 
 
 def to_csv(results):
-    """A gradebook: one row per student."""
+    """A gradebook: one row per student, with the framework it was
+    graded in and the notes of its checks (what a check could not
+    judge in that framework)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator='\n')
     writer.writerow(
-        ['student', 'file', 'verdict', 'checks_passed', 'checks', 'why']
+        [
+            'student',
+            'file',
+            'framework',
+            'verdict',
+            'checks_passed',
+            'checks',
+            'why',
+            'notes',
+        ]
     )
     for r in results:
         writer.writerow(
             [
                 pathlib.Path(r['file']).stem,
                 r['file'],
+                _framework(r),
                 r['verdict'],
                 sum(x['passed'] for x in r['reports']),
                 len(r['reports']),
                 _reason(r),
+                '; '.join(_notes(r)),
             ]
         )
     return buffer.getvalue()
