@@ -43,6 +43,8 @@ import sys
 import jupytext
 import nbformat
 
+from d2lpar.pages.tabs import FRAMEWORKS, framework_of, keep_framework
+
 LITERALINCLUDE = re.compile(
     r'^(`{3,})\{literalinclude\}[ \t]+(?P<path>\S+)[ \t]*\n'
     r'(?P<options>(?:[ \t]*:[\w-]+:.*\n)*)\1[ \t]*$',
@@ -67,9 +69,6 @@ SOLUTION = re.compile(
 EXTRAS = 'cpu,notebook'
 # A PyTorch notebook's extras: no MXNet.
 TORCH_EXTRAS = 'torch,notebook'
-FRAMEWORKS = ('mxnet', 'pytorch')
-# d2l's marker: the first line of a framework's code cell.
-TAB_MARKER = re.compile(r'\A\s*#@tab[ \t]+(\w+)[ \t]*(?:\n|\Z)')
 # The page's framework switcher (sphinx-design): a tab-set whose items
 # carry ``:sync: mxnet`` / ``:sync: pytorch``.
 TAB_SET = re.compile(
@@ -142,22 +141,9 @@ def chapter_extras(nb, framework='mxnet'):
     return EXTRAS + (',d2l' if d2l else '')
 
 
-def cell_tab(source):
-    """The framework a code cell's ``#@tab NAME`` first line names, or
-    None (a shared cell)."""
-    match = TAB_MARKER.match(source)
-    if match and match.group(1) not in FRAMEWORKS:
-        raise ValueError(f'#@tab {match.group(1)}: not one of {FRAMEWORKS}')
-    return match and match.group(1)
-
-
 def frameworks(nb):
     """The frameworks a chapter's cells are marked with (empty: none)."""
-    return {
-        cell_tab(c.source)
-        for c in nb.cells
-        if c.cell_type == 'code' and cell_tab(c.source)
-    }
+    return {framework_of(c) for c in nb.cells} - {None}
 
 
 def chosen_tab(text, framework):
@@ -180,28 +166,13 @@ def chosen_tab(text, framework):
 
 def one_framework(cells, framework):
     """The cells of one framework's notebook: the shared cells and
-    ``framework``'s, without their marker line and ``tab-`` tag; each
-    markdown cell's tab-set reduced to ``framework``'s text."""
-    kept = []
-    for cell in cells:
+    ``framework``'s (d2lpar.pages.tabs.keep_framework, as the homework's
+    notebooks), each markdown cell's tab-set reduced to ``framework``'s
+    text."""
+    kept = keep_framework(cells, framework)
+    for cell in kept:
         if cell.cell_type == 'markdown':
             cell.source = chosen_tab(cell.source, framework)
-        elif cell.cell_type == 'code':
-            tab = cell_tab(cell.source)
-            if tab and tab != framework:
-                continue
-            if tab:
-                cell.source = TAB_MARKER.sub('', cell.source, count=1)
-                tags = [
-                    t
-                    for t in cell.metadata.get('tags', [])
-                    if not t.startswith('tab-')
-                ]
-                if tags:
-                    cell.metadata['tags'] = tags
-                else:
-                    cell.metadata.pop('tags', None)
-        kept.append(cell)
     return kept
 
 

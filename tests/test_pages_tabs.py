@@ -23,6 +23,7 @@ from conftest import CHAPTERS as CHAPTER_FILES
 from conftest import ROOT, run_notebook, venv_env
 
 from d2lpar.pages import cell_framework, framework_tabs
+from d2lpar.pages.tabs import framework_of, keep_framework
 
 CHAPTERS = [name[: -len('.md')] for name in CHAPTER_FILES]
 MXNET_IMPORT = re.compile(r'^\s*(import|from)\s+mxnet\b', re.M)
@@ -112,20 +113,14 @@ def test_marker_is_read_and_checked():
 
 
 def marker_problems(cells):
-    """'problem: cell start' for each code cell whose #@tab marker and
+    """What :func:`framework_of` says of each cell whose #@tab marker and
     tab- tag disagree (or that has a tag of a framework never marked)."""
     found = []
     for cell in cells:
-        marked = cell_framework(cell.source)
-        tags = {
-            t[len('tab-') :]
-            for t in cell.metadata.get('tags', [])
-            if t.startswith('tab-')
-        }
-        if tags != ({marked} if marked else set()):
-            found.append(
-                f'marker {marked}, tags {sorted(tags)}: {cell.source[:60]!r}'
-            )
+        try:
+            framework_of(cell)
+        except ValueError as err:
+            found.append(str(err))
     return found
 
 
@@ -241,6 +236,63 @@ def test_tab_set_keeps_the_chosen_framework():
         'Before.\n\nOn MXNet.\n\nAfter.'
     )
     assert chapter_notebook.chosen_tab(text, 'jax') == text
+
+
+def test_keep_framework_keeps_the_shared_cells_and_its_own():
+    """Of a two-framework notebook, keep_framework keeps the shared
+    cells as they are and the chosen framework's without their #@tab
+    line (nor the blank lines after it) and tab- tag (other tags stay),
+    in order; the other framework's cells, code and markdown, go; the
+    given cells are unchanged."""
+    import copy
+
+    import nbformat
+
+    code, md = nbformat.v4.new_code_cell, nbformat.v4.new_markdown_cell
+    cells = [
+        md('# Title'),
+        code('x = 1', metadata={'tags': ['remove-cell']}),
+        code(
+            '#@tab mxnet\n\nimport d2lpar as dp',
+            metadata={'tags': ['tab-mxnet']},
+        ),
+        code(
+            '#@tab pytorch\nfrom d2lpar import torch as dp',
+            metadata={'tags': ['hide-input', 'tab-pytorch']},
+        ),
+        md('On PyTorch.', metadata={'tags': ['tab-pytorch']}),
+        md('On MXNet.', metadata={'tags': ['tab-mxnet']}),
+        code('y = x + 1'),
+    ]
+    given = copy.deepcopy(cells)
+    kept = {fw: keep_framework(cells, fw) for fw in ('mxnet', 'pytorch')}
+    assert cells == given
+
+    def shown(kept):
+        return [(c.source, c.metadata.get('tags')) for c in kept]
+
+    assert shown(kept['mxnet']) == [
+        ('# Title', None),
+        ('x = 1', ['remove-cell']),
+        ('import d2lpar as dp', None),
+        ('On MXNet.', None),
+        ('y = x + 1', None),
+    ]
+    assert shown(kept['pytorch']) == [
+        ('# Title', None),
+        ('x = 1', ['remove-cell']),
+        ('from d2lpar import torch as dp', ['hide-input']),
+        ('On PyTorch.', None),
+        ('y = x + 1', None),
+    ]
+    # The shared cells are copies equal to the given ones.
+    assert (
+        kept['pytorch'][1] == cells[1] and kept['pytorch'][1] is not cells[1]
+    )
+    with pytest.raises(ValueError, match='jax'):
+        keep_framework(cells, 'jax')
+    with pytest.raises(ValueError, match='#@tab pytorch but tagged'):
+        keep_framework([code('#@tab pytorch\nimport torch')], 'mxnet')
 
 
 @pytest.mark.parametrize('chapter', TABBED)

@@ -37,7 +37,7 @@ import sys
 import jupytext
 import nbformat
 
-from ..pages.tabs import FRAMEWORKS, MARKER
+from ..pages.tabs import FRAMEWORKS, keep_framework
 from ..pages.tabs import cell_framework as marked_framework
 
 MARKERS = ('### BEGIN SOLUTION', '### END SOLUTION')
@@ -97,33 +97,12 @@ def framework_version(nb, framework):
     -------
     nbformat.NotebookNode
         The shared cells and ``framework``'s, in order, without their
-        ``#@tab`` line and ``tab-`` tag.
+        ``#@tab`` line and ``tab-`` tag
+        (:func:`d2lpar.pages.tabs.keep_framework`, which makes the
+        book's chapter notebooks too).
     """
-    if framework not in FRAMEWORKS:
-        raise ValueError(
-            f'framework_version: {framework!r} is not one of {FRAMEWORKS}'
-        )
     nb = copy.deepcopy(nb)
-    cells = []
-    for cell in nb.cells:
-        tab = cell_framework(cell)
-        if tab not in (None, framework):
-            continue
-        if tab:
-            if cell.cell_type == 'code':
-                cell.source = MARKER.sub('', cell.source.lstrip('\n'), 1)
-                cell.source = cell.source.lstrip('\n')
-            tags = [
-                t
-                for t in cell.metadata.get('tags', [])
-                if not t.startswith('tab-')
-            ]
-            if tags:
-                cell.metadata['tags'] = tags
-            else:
-                cell.metadata.pop('tags', None)
-        cells.append(cell)
-    nb.cells = cells
+    nb.cells = keep_framework(nb.cells, framework)
     return nb
 
 

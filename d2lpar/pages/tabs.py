@@ -5,7 +5,9 @@ whose first line is ``#@tab pytorch`` is PyTorch's, one whose first line
 is ``#@tab mxnet`` is MXNet's, and an unmarked cell is shared (neutral
 code that runs in either). The book's build executes both frameworks'
 cells in one kernel; a student's downloaded notebook holds one
-framework's cells and the shared ones (scripts/chapter_notebook.py).
+framework's cells and the shared ones (:func:`keep_framework`, which
+scripts/chapter_notebook.py and the homework's generator,
+:mod:`d2lpar.grading.notebooks`, both use).
 
 So that each framework's cells read as they will in the student's
 notebook (``dp`` is ``d2lpar`` in one, ``d2lpar.torch`` in the other;
@@ -19,6 +21,7 @@ IPython's own names (``In``, ``Out``, ``_``, ``get_ipython``, ...) are
 common to both.
 """
 
+import copy
 import re
 
 FRAMEWORKS = ('mxnet', 'pytorch')
@@ -46,6 +49,95 @@ def cell_framework(source):
             f'#@tab mxnet or #@tab pytorch (or not at all, if shared)'
         )
     return name
+
+
+def framework_of(cell):
+    """The framework a notebook cell belongs to, or None for a shared cell.
+
+    A code cell's is named by its ``#@tab NAME`` first line and its
+    ``tab-NAME`` tag (the web page's switcher hides by the tag), which
+    must agree; a markdown cell's by its tag.
+
+    Raises
+    ------
+    ValueError
+        If a code cell's marker and tag disagree (or one is missing), a
+        cell carries two frameworks' tags, or a tag or marker names
+        another framework.
+    """
+    tags = [
+        t[len('tab-') :]
+        for t in cell.metadata.get('tags', [])
+        if t.startswith('tab-')
+    ]
+    for tag in tags:
+        if tag not in FRAMEWORKS:
+            raise ValueError(
+                f'tag tab-{tag}: unknown framework; tag a cell tab-mxnet '
+                f'or tab-pytorch (or not at all, if shared)'
+            )
+    if len(tags) > 1:
+        raise ValueError(f'a cell tagged {tags}: one framework per cell')
+    tag = tags[0] if tags else None
+    if cell.cell_type == 'code':
+        marker = cell_framework(cell.source)
+        if marker != tag:
+            first = cell.source.lstrip('\n').split('\n', 1)[0]
+            raise ValueError(
+                f'a code cell starting {first!r} is marked #@tab {marker} '
+                f"but tagged tab-{tag}; give a framework's cell both "
+                f"(the book's convention), a shared cell neither"
+            )
+    return tag
+
+
+def keep_framework(cells, framework):
+    """The cells of ``framework``'s notebook: the shared cells and
+    ``framework``'s, in order, without their ``#@tab`` line (nor the
+    blank lines after it) and ``tab-`` tag.
+
+    Parameters
+    ----------
+    cells : list of nbformat.NotebookNode
+        A two-framework notebook's cells (left unchanged).
+    framework : {'mxnet', 'pytorch'}
+
+    Returns
+    -------
+    list of nbformat.NotebookNode
+        Copies of the kept cells; a shared cell's copy is unchanged.
+
+    Raises
+    ------
+    ValueError
+        For a framework other than mxnet or pytorch, and for the cells
+        :func:`framework_of` refuses.
+    """
+    if framework not in FRAMEWORKS:
+        raise ValueError(
+            f'keep_framework: {framework!r} is not one of {FRAMEWORKS}'
+        )
+    kept = []
+    for cell in cells:
+        tab = framework_of(cell)
+        if tab not in (None, framework):
+            continue
+        cell = copy.deepcopy(cell)
+        if tab:
+            if cell.cell_type == 'code':
+                source = MARKER.sub('', cell.source.lstrip('\n'), 1)
+                cell.source = source.lstrip('\n')
+            tags = [
+                t
+                for t in cell.metadata.get('tags', [])
+                if not t.startswith('tab-')
+            ]
+            if tags:
+                cell.metadata['tags'] = tags
+            else:
+                cell.metadata.pop('tags', None)
+        kept.append(cell)
+    return kept
 
 
 class FrameworkTabs:
