@@ -4,6 +4,7 @@ import csv
 import inspect
 import io
 import json
+import os
 import subprocess
 import sys
 import time
@@ -215,3 +216,65 @@ def test_timeout_and_jobs_must_be_positive(tmp_path, capsys):
     assert 'pass a positive number of seconds' in capsys.readouterr().err
     assert main(['check', str(path), '--jobs', '0']) == 2
     assert '--jobs must be positive, got 0' in capsys.readouterr().err
+
+
+# Put on PYTHONPATH as sitecustomize.py: every Python started with it
+# (the grader and the process of each submission) finds no PyTorch, as
+# where it is not installed.
+HIDE_TORCH = """
+import importlib.abc
+import sys
+
+
+class NoTorch(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] == 'torch':
+            raise ModuleNotFoundError(f'No module named {name!r}', name=name)
+
+
+sys.meta_path.insert(0, NoTorch())
+"""
+
+TORCH_SPLIT = """
+import torch
+
+
+def split_batch(X, y, devices):
+    return [X.to(d) for d in devices], [y.to(d) for d in devices]
+"""
+
+
+def test_a_framework_not_installed_is_named_not_run(tmp_path):
+    """Without PyTorch, a class folder with an MXNet and a PyTorch file
+    is graded: the MXNet file passes, the PyTorch one is not run (no
+    crash) and its row says not-graded, which framework is missing and
+    what to install; the command exits 1 (not every file passed)."""
+    hide = tmp_path / 'hide'
+    hide.mkdir()
+    (hide / 'sitecustomize.py').write_text(HIDE_TORCH)
+    folder = tmp_path / 'class'
+    folder.mkdir()
+    _write(folder, 'ada.py', GOOD)
+    _write(folder, 'ben.py', TORCH_SPLIT)
+    path = os.pathsep.join(
+        p for p in (str(hide), os.environ.get('PYTHONPATH')) if p
+    )
+    run = subprocess.run(
+        [sys.executable, '-m', 'd2lpar', 'check', str(folder), '--csv'],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, PYTHONPATH=path),
+    )
+    assert run.returncode == 1, run.stderr
+    book = {r['student']: r for r in csv.DictReader(io.StringIO(run.stdout))}
+    assert book['ada']['verdict'] == 'passed', book['ada']
+    assert book['ada']['framework'] == 'MXNet'
+    ben = book['ben']
+    assert ben['verdict'] == 'not-graded', ben
+    assert ben['framework'] == 'PyTorch'
+    assert ben['why'].startswith(
+        'not graded: it is written in PyTorch (line 2: import torch), '
+        'and PyTorch is not installed in this Python'
+    ), ben['why']
+    assert 'install d2lpar with its "torch" extra' in ben['why']

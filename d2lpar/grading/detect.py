@@ -24,9 +24,12 @@ import importlib.util
 import json
 import pathlib
 import re
+import sys
 
 FRAMEWORKS = ('mxnet', 'torch')
 NAMES = {'mxnet': 'MXNet', 'torch': 'PyTorch'}
+# The library's extra that installs each framework (pyproject.toml).
+EXTRAS = {'mxnet': 'cpu', 'torch': 'torch'}
 MARKER = re.compile(r'^\s*#\s*d2lpar:\s*framework\s*=\s*(\w+)\s*$', re.M)
 
 
@@ -94,6 +97,23 @@ def default_framework():
     """The framework of a solution that imports neither: MXNet where it
     is installed (the book's first), else PyTorch."""
     return 'mxnet' if importlib.util.find_spec('mxnet') else 'torch'
+
+
+def missing(framework):
+    """Why solutions in ``framework`` cannot run in this Python, or None
+    where it is installed (``'mxnet'`` or ``'torch'``)."""
+    try:
+        found = importlib.util.find_spec(framework) is not None
+    except (ImportError, ValueError):  # a broken or half-removed install
+        found = False
+    if found:
+        return None
+    return (
+        f'{NAMES[framework]} is not installed in this Python '
+        f'({sys.executable}); install d2lpar with its '
+        f'"{EXTRAS[framework]}" extra (the book\'s install page gives the '
+        f'command) and run this again'
+    )
 
 
 def framework_of(source, default=None):

@@ -209,8 +209,10 @@ def grade_isolated(path, timeout=TIMEOUT):
     -------
     dict
         :func:`grade_file`'s keys with reports as plain data, plus
-        ``'verdict'`` (``passed``, ``failed``, ``timeout`` or
-        ``crashed``), ``'seconds'`` (in all), ``'startup'`` (of them,
+        ``'verdict'`` (``passed``, ``failed``, ``timeout``, ``crashed``,
+        or ``not-graded``: the file's framework is not installed here,
+        so it was not run, and ``'error'`` says what to install),
+        ``'seconds'`` (in all), ``'startup'`` (of them,
         importing the library) and ``'output'`` (what the
         submission printed, stdout then stderr, at most
         :data:`OUTPUT_LIMIT` characters).
@@ -220,6 +222,21 @@ def grade_isolated(path, timeout=TIMEOUT):
         kind, why = framework(path)
     except ValueError:  # mixed: the child's grade_file says so
         kind = why = None
+    absent = kind and detect.missing(kind)
+    if absent:  # not the student's fault: say what to install
+        return {
+            'file': str(path),
+            'framework': kind,
+            'framework_from': why,
+            'passed': False,
+            'verdict': 'not-graded',
+            'error': f'not graded: it is written in {detect.NAMES[kind]} '
+            f'({why}), and {absent}',
+            'reports': [],
+            'seconds': 0.0,
+            'startup': None,
+            'output': '',
+        }
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, 'verdict.json')
         timed_out, returncode, stdout, stderr, startup = _run(
@@ -319,8 +336,9 @@ def details(result):
     """The verdict of one file in full: its error and every report."""
     lines = [f'== {result["file"]}: {result["verdict"].upper()}']
     if result.get('framework'):
+        graded = 'written' if result['verdict'] == 'not-graded' else 'graded'
         lines[0] += (
-            f' (graded in {detect.NAMES[result["framework"]]}: '
+            f' ({graded} in {detect.NAMES[result["framework"]]}: '
             f'{result.get("framework_from")})'
         )
     if result['error']:
