@@ -38,50 +38,14 @@ import jupytext
 import nbformat
 
 from ..pages.tabs import FRAMEWORKS, keep_framework
-from ..pages.tabs import cell_framework as marked_framework
+
+# A cell's framework (its #@tab marker and tab- tag, which must agree):
+# the book's rule, in one place.
+from ..pages.tabs import framework_of as cell_framework  # noqa: F401
 
 MARKERS = ('### BEGIN SOLUTION', '### END SOLUTION')
 # The file name's suffix of each framework's notebook.
 SUFFIXES = {'mxnet': '', 'pytorch': '-pytorch'}
-
-
-def cell_framework(cell):
-    """The framework a cell belongs to, or None for a shared cell.
-
-    A code cell's is named by its ``#@tab NAME`` first line and its
-    ``tab-NAME`` tag, which must agree; a markdown cell's by its tag.
-
-    Raises
-    ------
-    ValueError
-        If a code cell's marker and tag disagree (or one is missing), a
-        cell carries two frameworks' tags, or a tag or marker names
-        another framework.
-    """
-    tags = [
-        t[len('tab-') :]
-        for t in cell.metadata.get('tags', [])
-        if t.startswith('tab-')
-    ]
-    for tag in tags:
-        if tag not in FRAMEWORKS:
-            raise ValueError(
-                f'tag tab-{tag}: unknown framework; tag a cell tab-mxnet '
-                f'or tab-pytorch (or not at all, if shared)'
-            )
-    if len(tags) > 1:
-        raise ValueError(f'a cell tagged {tags}: one framework per cell')
-    tag = tags[0] if tags else None
-    if cell.cell_type == 'code':
-        marker = marked_framework(cell.source)
-        if marker != tag:
-            first = cell.source.lstrip('\n').split('\n', 1)[0]
-            raise ValueError(
-                f'a code cell starting {first!r} is marked #@tab {marker} '
-                f"but tagged tab-{tag}; give a framework's cell both "
-                f"(the book's convention), a shared cell neither"
-            )
-    return tag
 
 
 def framework_version(nb, framework):
