@@ -147,3 +147,27 @@ def test_network_plot_draws_each_setup_and_the_placed_model_once():
         )
     ]
     assert len(set(xs)) == 3
+
+
+def test_network_plot_joins_no_two_rates_with_a_line():
+    """Every setup is drawn as markers only: a line between two measured
+    rates would stand for values measured at none of the rates between."""
+    rows = [
+        dict(
+            engine='kvstore',
+            servers=1,
+            hosts=2,
+            rate=rate,
+            sec_per_step=0.2,
+            predicted=0.1 + 1e7 / parse_rate(rate),
+            placed=0.5,
+        )
+        for rate in ('1gbit', '100mbit')
+    ]
+    fig = dp.pages.plot_network(rows)
+    lines = fig.axes[0].get_lines()
+    assert len(lines) == 3  # measured, model, model as placed
+    for line in lines:
+        assert len(line.get_xdata()) == 2
+        assert line.get_linestyle() == 'None', line.get_label()
+        assert line.get_marker() not in (None, '', 'None')

@@ -431,13 +431,15 @@ def plot_network(rows):
     """Measured step time against the cost model over emulated rates.
 
     Taught in :doc:`/book/several-hosts`. One color per setup (hosts,
-    engine, servers): dots are measured, crosses on dashes the model's
-    prediction (compute alone plus the model's transfers), pluses on
-    dots-and-dashes the model with the bytes each parameter server really
-    holds, from the rows of :func:`d2lpar.bench.measure_network` (the
-    markers show a setup measured at one rate only). Each setup's points
-    sit a little to the side of the rate, so that two setups with the
-    same value both stay visible.
+    engine, servers): dots are measured, crosses the model's prediction
+    (compute alone plus the model's transfers), pluses the model with the
+    bytes each parameter server really holds, from the rows of
+    :func:`d2lpar.bench.measure_network`. Markers only: a line between
+    two rates would suggest values between them that nobody measured,
+    and on a log rate axis the model (compute plus bytes over the rate)
+    is a curve, not a straight line. Each setup's points sit a little to
+    the side of the rate, so that two setups with the same value both
+    stay visible.
 
     Returns
     -------
@@ -460,14 +462,14 @@ def plot_network(rows):
         ax.plot(
             x,
             [1e3 * r['sec_per_step'] for r in mine],
-            'o-',
+            'o',
             color=color,
             label=f'{label}: measured',
         )
         ax.plot(
             x,
             [1e3 * r['predicted'] for r in mine],
-            'x--',
+            'x',
             color=color,
             label=f'{label}: model',
         )
@@ -479,7 +481,7 @@ def plot_network(rows):
             ax.plot(
                 x,
                 [1e3 * p for p in placed],
-                '+-.',
+                '+',
                 markersize=12,  # visible around a measured dot
                 color=color,
                 label=f'{label}: model, arrays as placed',
