@@ -25,10 +25,12 @@ OPTIONAL = (
 )
 
 
-def run_script(script, *args, without=()):
+def run_script(script, *args, without=(), setting=None):
     """Run ``script`` in a fresh interpreter at the repository root, the
-    variables ``without`` unset; return its stdout (it must succeed)."""
+    variables ``without`` unset and those of ``setting`` set; return its
+    stdout (it must succeed)."""
     env = {k: v for k, v in os.environ.items() if k not in without}
+    env.update(setting or {})
     done = subprocess.run(
         [sys.executable, '-c', script, *args],
         capture_output=True,
@@ -41,6 +43,11 @@ def run_script(script, *args, without=()):
     return done.stdout
 
 
+def last_json(stdout):
+    """The value a script printed as JSON on its last line."""
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
 def loaded_after(code):
     """The OPTIONAL modules in sys.modules after ``code`` runs fresh."""
     script = (
@@ -48,8 +55,7 @@ def loaded_after(code):
         f'{code}\n'
         f'print(json.dumps([m for m in {OPTIONAL!r} if m in sys.modules]))'
     )
-    stdout = run_script(script)
-    return json.loads(stdout.strip().splitlines()[-1])
+    return last_json(run_script(script))
 
 
 def test_import_loads_no_optional_part():
@@ -363,19 +369,10 @@ def test_mxnet_code_cache_gives_the_same_code_compiled_once(tmp_path):
     table) to what compiling its source gives; the first process
     compiles them and writes the file, the next compiles none; MXNet
     works, and its register modules keep no exec of ours."""
-    env = {**os.environ, 'D2LPAR_MXNET_CODE_CACHE': str(tmp_path / 'c')}
-    runs = []
-    for _ in range(2):
-        done = subprocess.run(
-            [sys.executable, '-c', COMPILED_OPS],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            cwd=ROOT,
-            env=env,
-        )
-        assert done.returncode == 0, done.stderr
-        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    cache = {'D2LPAR_MXNET_CODE_CACHE': str(tmp_path / 'c')}
+    runs = [
+        last_json(run_script(COMPILED_OPS, setting=cache)) for _ in range(2)
+    ]
     (first, second), works = runs, [12.0, [0.0, 2.0], ['x']]
     assert first[0] > 2000 and first[1] == first[0] and first[2] > 1000
     assert second[:3] == [first[0], first[0], 0]
@@ -387,33 +384,15 @@ def test_mxnet_code_cache_is_off_unless_asked(tmp_path):
     """Without the variable nothing goes through the cache (and a file
     that cannot be read counts as empty: MXNet imports, and the cache
     is written anew)."""
-    env = {
-        k: v for k, v in os.environ.items() if k != 'D2LPAR_MXNET_CODE_CACHE'
-    }
-    done = subprocess.run(
-        [sys.executable, '-c', COMPILED_OPS],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-        env=env,
-    )
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout.strip().splitlines()[-1])[:3] == [0, 0, 0]
+    off = run_script(COMPILED_OPS, without=('D2LPAR_MXNET_CODE_CACHE',))
+    assert last_json(off)[:3] == [0, 0, 0]
     from d2lpar import _runtime
 
     ops = _runtime._CompiledOps(str(tmp_path))
     pathlib.Path(ops.path).write_bytes(b'not marshal')
-    env['D2LPAR_MXNET_CODE_CACHE'] = str(tmp_path)
-    done = subprocess.run(
-        [sys.executable, '-c', COMPILED_OPS],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-        env=env,
+    stdout = run_script(
+        COMPILED_OPS, setting={'D2LPAR_MXNET_CODE_CACHE': str(tmp_path)}
     )
-    assert done.returncode == 0, done.stderr
-    seen, same, compiled = json.loads(done.stdout.strip().splitlines()[-1])[:3]
+    seen, same, compiled = last_json(stdout)[:3]
     assert seen == same > 2000 and compiled > 1000
     assert pathlib.Path(ops.path).read_bytes() != b'not marshal'
