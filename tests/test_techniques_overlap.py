@@ -165,3 +165,38 @@ def test_profile_step_sees_both_devices_and_their_copies():
     names = {name for _, name, *_ in events}
     assert 'CopyCPU2CPU' in names and 'Convolution' in names
     assert all(t >= s for *_, s, t in events)
+
+
+def test_ddp_buckets_close_once_a_bucket_reaches_its_limit():
+    """DDP closes a bucket after the gradient that crosses its limit:
+    two 0.76 MiB gradients share the 1 MiB first bucket (a rule that
+    keeps buckets within their limit would give three buckets)."""
+    assert overlap.ddp_buckets([200_000, 200_000, 200_000]) == [[0, 1], [2]]
+    # later buckets use the second limit
+    assert overlap.ddp_buckets([1, 1, 2, 2, 5], 4, 16, itemsize=4) == [
+        [0],
+        [1, 2, 3],
+        [4],
+    ]
+
+
+def test_resnet50_sizes_count_its_parameters_fc_bias_first():
+    sizes = overlap.resnet50_sizes()
+    assert sum(sizes) == 25_557_032
+    assert sizes[:2] == [1000, 2048 * 1000]
+
+
+def test_ddp_buckets_match_torch():
+    """The same buckets as torch's own assignment (the function DDP
+    calls), for ResNet-50 in gradient-ready order and for LeNet."""
+    torch = pytest.importorskip('torch')
+    dist = pytest.importorskip('torch.distributed')
+    if not dist.is_available():
+        pytest.skip('torch.distributed is not built in')
+    limits = [dist._DEFAULT_FIRST_BUCKET_BYTES, 25 * 2**20]
+    for sizes in (overlap.resnet50_sizes(), LENET_SIZES[::-1]):
+        tensors = [torch.empty(n) for n in sizes]
+        want, _ = dist._compute_bucket_assignment_by_size(
+            tensors, limits, [False] * len(sizes), list(range(len(sizes)))
+        )
+        assert overlap.ddp_buckets(sizes, *limits) == [list(b) for b in want]

@@ -6,10 +6,10 @@ its allreduce can run while the backward pass still computes. MXNet's
 engine does this by itself: every operator waits only for the arrays it
 reads, so a copy queued for ``W4.grad`` starts as soon as ``W4.grad`` is
 written. What prevents it is Python waiting for *all* the work (a
-``npx.waitall()`` between backward and allreduce), as a step that does
-not know when each gradient is ready must. Buckets group gradients so that fewer,
-larger transfers run; ordering them last layer first lets the first
-bucket start earliest (PyTorch DDP's default bucket is 25 MB).
+``npx.waitall()`` between backward and allreduce); ``d2lpar.train_batch``
+never waits there, so its step already overlaps. Buckets group gradients
+so that fewer, larger transfers run; ordering them last layer first lets
+the first bucket start earliest (PyTorch DDP's default bucket is 25 MiB).
 
 A caveat seen in MXNet's profiler (``mx.profiler``, one LeNet step on
 two CPU contexts): the backward pass runs as a few ``ImperativeBulk``
@@ -195,6 +195,85 @@ def plot_bucket_sweep(times, title=''):
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
     return fig
+
+
+# PyTorch DDP's default bucket limits, in bytes: the first bucket's
+# (torch.distributed._DEFAULT_FIRST_BUCKET_BYTES) and every later one's
+# (bucket_cap_mb=25).
+DDP_FIRST_BUCKET_BYTES = 2**20
+DDP_BUCKET_BYTES = 25 * 2**20
+
+
+def ddp_buckets(
+    sizes,
+    first_bytes=DDP_FIRST_BUCKET_BYTES,
+    bucket_bytes=DDP_BUCKET_BYTES,
+    itemsize=4,
+):
+    """PyTorch DDP's buckets for gradients of ``sizes``, in the order given.
+
+    Taught in :doc:`/book/overlap`. DDP's rule
+    (``compute_bucket_assignment_by_size`` in torch's ``reducer.cpp``,
+    applied when DDP rebuilds its buckets in the order the gradients
+    became ready): add the next gradient to the open bucket, then close
+    the bucket once it holds at least its limit, ``first_bytes`` for the
+    first bucket and ``bucket_bytes`` for every later one. A bucket so
+    includes the gradient that crosses its limit, unlike
+    :func:`make_buckets`, whose buckets stay within theirs.
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        Elements of each gradient, in the order they become ready.
+    first_bytes, bucket_bytes : int, optional
+        The first bucket's limit and every later bucket's.
+    itemsize : int, optional
+        Bytes per element.
+
+    Returns
+    -------
+    list of list of int
+        Indices into ``sizes``, bucket by bucket.
+
+    Examples
+    --------
+    >>> ddp_buckets([200_000, 200_000, 200_000])  # 0.76 MiB each
+    [[0, 1], [2]]
+    """
+    buckets, current, used = [], [], 0
+    for i, size in enumerate(sizes):
+        current.append(i)
+        used += size * itemsize
+        if used >= (bucket_bytes if buckets else first_bytes):
+            buckets.append(current)
+            current, used = [], 0
+    return buckets + [current] if current else buckets
+
+
+def resnet50_sizes():
+    """Elements of ResNet-50's parameters, in the order DDP sees them ready.
+
+    torchvision's ResNet-50 (He et al., 2016; 25,557,032 parameters)
+    registers ``conv1``, ``bn1`` (weight, bias), four stages of 3, 4, 6
+    and 3 bottleneck blocks (``conv1``, ``bn1``, ``conv2``, ``bn2``,
+    ``conv3``, ``bn3``, then in each stage's first block the
+    ``downsample`` convolution and batch norm), and ``fc`` (weight,
+    bias). The backward pass finishes them in the reverse order, ``fc``'s
+    bias first; that is the list returned.
+    """
+    shapes = [(64, 3, 7, 7), (64,), (64,)]
+    inp = 64
+    for width, blocks in ((64, 3), (128, 4), (256, 6), (512, 3)):
+        for block in range(blocks):
+            out = 4 * width
+            shapes += [(width, inp, 1, 1), (width,), (width,)]
+            shapes += [(width, width, 3, 3), (width,), (width,)]
+            shapes += [(out, width, 1, 1), (out,), (out,)]
+            if block == 0:
+                shapes += [(out, inp, 1, 1), (out,), (out,)]
+            inp = out
+    shapes += [(1000, 2048), (1000,)]
+    return [int(onp.prod(shape)) for shape in shapes[::-1]]
 
 
 # Copy operators. Not all of a step's copies are the allreduce's: the
