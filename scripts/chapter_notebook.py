@@ -43,6 +43,14 @@ import sys
 import jupytext
 import nbformat
 
+# The install sentences of a notebook's header, shared with the
+# homework's notebooks (install_commands: also read by the tests).
+from d2lpar.pages.install import (  # noqa: F401
+    EXTRAS,
+    TORCH_EXTRAS,
+    install_commands,
+    install_note,
+)
 from d2lpar.pages.tabs import FRAMEWORKS, framework_of, keep_framework
 
 LITERALINCLUDE = re.compile(
@@ -66,9 +74,6 @@ SOLUTION = re.compile(
     r'^(`{3,}|:{3,})\{admonition\}[ \t]+(Solutions?\b[^\n]*)\n(.*?)^\1[ \t]*$',
     re.M | re.S,
 )
-EXTRAS = 'cpu,notebook'
-# A PyTorch notebook's extras: no MXNet.
-TORCH_EXTRAS = 'torch,notebook'
 # The page's framework switcher (sphinx-design): a tab-set whose items
 # carry ``:sync: mxnet`` / ``:sync: pytorch``.
 TAB_SET = re.compile(
@@ -80,10 +85,6 @@ TAB_ITEM = re.compile(
     re.M | re.S,
 )
 NOTEBOOK_LINK = 'href="../notebooks/'
-TORCH_NOTE = (
-    ' PyTorch from PyPI is its CUDA build on Linux (several GB); without '
-    'a GPU add `--extra-index-url https://download.pytorch.org/whl/cpu`.'
-)
 BOOK = os.path.join(os.path.dirname(os.path.dirname(__file__)), 'book')
 # JupyterLab folds the cells under a heading with this metadata.
 COLLAPSED = 'jp-MarkdownHeadingCollapsed'
@@ -104,30 +105,6 @@ NUMBERS = {
     'shows its name in code font; run the cells top to bottom to see the '
     'values.',
 }
-
-
-def wheel_name(version):
-    """The file name of d2lpar's wheel (scripts/build_dist.py builds it)."""
-    return f'd2lpar-{version}-py3-none-any.whl'
-
-
-def install_commands(version, site_url='', repo_url='', extras=EXTRAS):
-    """The pip commands that install ``version`` from the book's site.
-
-    With the site's address known (``site_url``) a command installs the
-    wheel the site serves in ``dist/``; without it, the wheel downloaded
-    from the site into the current folder. ``repo_url`` adds an install
-    of the repository's newest source.
-    """
-    wheel = wheel_name(version)
-    if site_url:
-        url = f'{site_url.rstrip("/")}/dist/{wheel}'
-        commands = [f'pip install "d2lpar[{extras}] @ {url}"']
-    else:
-        commands = [f'pip install "./{wheel}[{extras}]"']
-    if repo_url:
-        commands.append(f'pip install "d2lpar[{extras}] @ git+{repo_url}"')
-    return commands
 
 
 def chapter_extras(nb, framework='mxnet'):
@@ -174,30 +151,6 @@ def one_framework(cells, framework):
         if cell.cell_type == 'markdown':
             cell.source = chosen_tab(cell.source, framework)
     return kept
-
-
-def install_note(version=None, site_url=None, repo_url=None, extras=EXTRAS):
-    """The sentences of the header that say how to install d2lpar."""
-    version = version or importlib.metadata.version('d2lpar')
-    if site_url is None:
-        site_url = os.environ.get('D2LPAR_SITE_URL', '')
-    if repo_url is None:
-        repo_url = os.environ.get('D2LPAR_REPOSITORY_URL', '')
-    commands = install_commands(version, site_url, repo_url, extras)
-    if site_url:
-        text = f'`{commands[0]}`'
-    else:
-        text = (
-            f"download `{wheel_name(version)}` from the book's install "
-            f"page (the site's `dist/` folder), then run `{commands[0]}` "
-            f'in the folder that holds it'
-        )
-    if repo_url:
-        text += f'; or, from the repository, `{commands[1]}`'
-    text += '.'
-    if 'torch' in extras.split(','):
-        text += TORCH_NOTE
-    return text + ' On Colab, Windows or a Mac, read the install page first.'
 
 
 def source_cell(path, options):

@@ -17,8 +17,10 @@ from d2lpar.grading.notebooks import (
     cell_framework,
     execute,
     framework_version,
+    install_cell,
     student_version,
 )
+from d2lpar.pages.install import install_note
 
 HOMEWORK = pathlib.Path(__file__).resolve().parent.parent / 'homework'
 ASSIGNMENTS = sorted(HOMEWORK.glob('[0-9]*.md'))
@@ -228,6 +230,32 @@ def test_build_writes_student_notebooks_only_where_asked(tmp_path):
         p.name for p in written
     )
     assert all(MARKERS[0] in p.read_text() for p in teacher.iterdir())
+
+
+def test_every_notebook_says_how_to_install_and_runs_no_pip(tmp_path):
+    """Every notebook, student's and teacher's, has under its title a
+    markdown cell with the install sentences of the chapters' notebooks
+    for its framework (MXNet's extras cpu,notebook; PyTorch's
+    torch,notebook, no MXNet); no code cell runs pip (not even a %pip
+    or !pip line), so executing or grading a notebook installs
+    nothing."""
+    student, teacher = tmp_path / 'student', tmp_path / 'teacher'
+    written = build(HOMEWORK, student, teacher)
+    for path in written + sorted(teacher.iterdir()):
+        nb = nbformat.read(path, as_version=4)
+        pytorch = path.stem.endswith('-pytorch')
+        extras = 'torch,notebook' if pytorch else 'cpu,notebook'
+        title, note = nb.cells[:2]
+        assert title.cell_type == 'markdown'
+        assert title.source.startswith('# Homework '), title.source
+        assert note.cell_type == 'markdown', path.name
+        assert note.metadata['tags'] == ['install']
+        assert install_note(extras=extras) in note.source, path.name
+        assert f'[{extras}]' in note.source
+        for cell in nb.cells:
+            if cell.cell_type == 'code':
+                assert 'pip' not in cell.source, (path.name, cell.source)
+    assert install_cell('pytorch').source != install_cell('mxnet').source
 
 
 # Appended to a teacher notebook run: which frameworks the kernel loaded.

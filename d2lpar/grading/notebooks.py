@@ -37,6 +37,7 @@ import sys
 import jupytext
 import nbformat
 
+from ..pages.install import NOTEBOOK_EXTRAS, install_note
 from ..pages.tabs import FRAMEWORKS, keep_framework
 
 # A cell's framework (its #@tab marker and tab- tag, which must agree):
@@ -67,6 +68,38 @@ def framework_version(nb, framework):
     """
     nb = copy.deepcopy(nb)
     nb.cells = keep_framework(nb.cells, framework)
+    return nb
+
+
+def install_cell(framework):
+    """The cell under a homework notebook's title that says how to
+    install d2lpar for it: the chapters' notebooks' sentences
+    (:func:`d2lpar.pages.install.install_note`) with ``framework``'s
+    extras. A markdown cell: running or grading the notebook never runs
+    pip."""
+    text = '**Install.** To run this notebook, install d2lpar: ' + (
+        install_note(extras=NOTEBOOK_EXTRAS[framework])
+    )
+    return nbformat.v4.new_markdown_cell(text, metadata={'tags': ['install']})
+
+
+def with_install_cell(nb, framework):
+    """``nb`` with :func:`install_cell` right under its title (the
+    ``# `` line that opens its first cell), or first where it has none."""
+    cells = nb.cells
+    first = cells[0] if cells else None
+    if first is None or first.cell_type != 'markdown':
+        cells.insert(0, install_cell(framework))
+        return nb
+    title, _, rest = first.source.partition('\n')
+    if not title.startswith('# '):
+        cells.insert(0, install_cell(framework))
+        return nb
+    first.source = title
+    added = [install_cell(framework)]
+    if rest.strip():
+        added.append(nbformat.v4.new_markdown_cell(rest.strip('\n')))
+    cells[1:1] = added
     return nb
 
 
@@ -124,7 +157,8 @@ def build(source, student_dir, teacher_dir=None, run=False):
     Returns
     -------
     list of pathlib.Path
-        The student notebooks written.
+        The student notebooks written. Every notebook, teacher's and
+        student's, has :func:`install_cell` under its title.
     """
     student_dir = pathlib.Path(student_dir)
     student_dir.mkdir(parents=True, exist_ok=True)
@@ -133,6 +167,7 @@ def build(source, student_dir, teacher_dir=None, run=False):
         both = jupytext.read(md)
         for framework in FRAMEWORKS:
             nb = framework_version(both, framework)
+            nb = with_install_cell(nb, framework)
             out = student_dir / f'{md.stem}{SUFFIXES[framework]}.ipynb'
             nbformat.write(student_version(nb), out)
             written.append(out)
