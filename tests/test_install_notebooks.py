@@ -274,6 +274,17 @@ def test_header_gives_a_command_that_works_from_the_site(
         assert (git in header.source) == bool(repo)
 
 
+def test_header_says_the_d2l_extra_needs_python_311():
+    """d2l pins numpy 1.23.5, which has no wheel for Python 3.12 (Colab's):
+    a header whose command has the d2l extra says to leave it out there;
+    one without it says nothing of d2l."""
+    for chapter, has_d2l in (('intro', True), ('split-batch', False)):
+        nb = chapter_notebook.convert(str(ROOT / 'book' / f'{chapter}.md'))
+        header = nb.cells[1].source
+        assert ('`d2l` extra needs Python 3.11' in header) == has_d2l
+        assert ('leave `d2l`' in header) == has_d2l
+
+
 @pytest.mark.parametrize('chapter', CHAPTERS)
 def test_d2lpar_is_imported_before_mxnet(chapter):
     """Beside numpy 1.26 (Python 3.12) MXNet 1.9.1 imports only after
