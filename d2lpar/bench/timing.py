@@ -1,9 +1,12 @@
-"""The one timing loop of the benchmarks."""
+"""The one timing loop of the benchmarks.
+
+MXNet is imported by :func:`seconds_each` only, so that
+:func:`compare_times` serves the PyTorch twin's benchmarks
+(:mod:`d2lpar.torch.bench`) where no MXNet is installed.
+"""
 
 import statistics
 from time import perf_counter
-
-from mxnet import npx
 
 from ..seeds import compare_seeds
 
@@ -35,6 +38,8 @@ def seconds_each(fn, repeats, warmup):
     ValueError
         If ``repeats`` is below 1.
     """
+    from mxnet import npx
+
     if repeats < 1:
         raise ValueError(
             f'seconds_each: repeats={repeats!r}; time at least one run'
