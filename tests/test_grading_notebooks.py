@@ -3,8 +3,11 @@ in both frameworks (one file each, cells marked ``#@tab mxnet`` /
 ``#@tab pytorch``)."""
 
 import ast
+import os
 import pathlib
 import re
+import subprocess
+import sys
 
 import jupytext
 import nbformat
@@ -256,6 +259,93 @@ def test_every_notebook_says_how_to_install_and_runs_no_pip(tmp_path):
             if cell.cell_type == 'code':
                 assert 'pip' not in cell.source, (path.name, cell.source)
     assert install_cell('pytorch').source != install_cell('mxnet').source
+
+
+# Put on PYTHONPATH as sitecustomize.py: every Python started with it
+# (the command, the kernels it starts) finds no PyTorch.
+HIDE_TORCH = """
+import importlib.abc
+import sys
+
+
+class NoTorch(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] == 'torch':
+            raise ModuleNotFoundError(f'No module named {name!r}', name=name)
+
+
+sys.meta_path.insert(0, NoTorch())
+"""
+
+# A two-framework assignment: each framework's cell only runs with it.
+TINY = """---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+
+# Homework 0: two cells
+
+```{code-cell} ipython3
+:tags: [tab-mxnet]
+#@tab mxnet
+print('the MXNet cell ran')
+```
+
+```{code-cell} ipython3
+:tags: [tab-pytorch]
+#@tab pytorch
+import torch
+```
+"""
+
+
+def test_execute_runs_only_the_frameworks_installed(tmp_path):
+    """Without PyTorch, --execute runs the MXNet teacher notebook and
+    writes the PyTorch one unexecuted, its line saying so, why and what
+    to install, instead of stopping at its `import torch`."""
+    hide = tmp_path / 'hide'
+    hide.mkdir()
+    (hide / 'sitecustomize.py').write_text(HIDE_TORCH)
+    source = tmp_path / 'homework'
+    source.mkdir()
+    (source / '00-tiny.md').write_text(TINY)
+    path = os.pathsep.join(
+        p for p in (str(hide), os.environ.get('PYTHONPATH')) if p
+    )
+    run = subprocess.run(
+        [sys.executable, '-m', 'd2lpar.grading.notebooks', str(source)]
+        + [str(tmp_path / 'handout'), '--teacher', str(tmp_path / 'key')]
+        + ['--execute'],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, PYTHONPATH=path),
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    mx, pt = run.stdout.strip().splitlines()
+    assert mx == f'homework: wrote {tmp_path}/handout/00-tiny.ipynb'
+    assert pt.startswith(
+        f'homework: wrote {tmp_path}/handout/00-tiny-pytorch.ipynb (its '
+        'teacher version was not executed: PyTorch is not installed in '
+        'this Python'
+    ), pt
+    assert 'install d2lpar with its "torch" extra' in pt
+    ran = nbformat.read(tmp_path / 'key' / '00-tiny.ipynb', as_version=4)
+    [cell] = [c for c in ran.cells if c.cell_type == 'code']
+    assert cell.outputs[0]['text'] == 'the MXNet cell ran\n'
+    key = tmp_path / 'key' / '00-tiny-pytorch.ipynb'
+    [cell] = [
+        c
+        for c in nbformat.read(key, as_version=4).cells
+        if c.cell_type == 'code'
+    ]
+    assert cell.outputs == []
 
 
 # Appended to a teacher notebook run: which frameworks the kernel loaded.

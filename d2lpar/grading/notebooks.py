@@ -43,10 +43,13 @@ from ..pages.tabs import FRAMEWORKS, keep_framework
 # A cell's framework (its #@tab marker and tab- tag, which must agree):
 # the book's rule, in one place.
 from ..pages.tabs import framework_of as cell_framework  # noqa: F401
+from . import detect
 
 MARKERS = ('### BEGIN SOLUTION', '### END SOLUTION')
 # The file name's suffix of each framework's notebook.
 SUFFIXES = {'mxnet': '', 'pytorch': '-pytorch'}
+# The module each framework's notebooks import: what running them needs.
+MODULES = {'mxnet': 'mxnet', 'pytorch': 'torch'}
 
 
 def framework_version(nb, framework):
@@ -103,6 +106,12 @@ def with_install_cell(nb, framework):
     return nb
 
 
+def not_run(framework):
+    """Why ``framework``'s teacher notebooks cannot be executed here
+    (its framework is not installed, and what installs it), or None."""
+    return detect.missing(MODULES[framework])
+
+
 def student_version(nb):
     """The notebook with solutions and outputs removed (a copy).
 
@@ -152,7 +161,8 @@ def build(source, student_dir, teacher_dir=None, run=False):
         Where the teacher ``.ipynb`` files go; keep it out of the
         published folder.
     run : bool, optional
-        Execute the teacher notebooks (before writing them).
+        Execute the teacher notebooks (before writing them), those of
+        the frameworks installed here (:func:`not_run` says why not).
 
     Returns
     -------
@@ -171,7 +181,7 @@ def build(source, student_dir, teacher_dir=None, run=False):
             out = student_dir / f'{md.stem}{SUFFIXES[framework]}.ipynb'
             nbformat.write(student_version(nb), out)
             written.append(out)
-            if run:
+            if run and not not_run(framework):
                 execute(nb)
             if teacher_dir:
                 teacher = pathlib.Path(teacher_dir)
@@ -186,12 +196,23 @@ def main(argv=None):
     p.add_argument('source')
     p.add_argument('student_dir')
     p.add_argument('--teacher', default=None)
-    p.add_argument('--execute', action='store_true')
+    p.add_argument(
+        '--execute',
+        action='store_true',
+        help='run each teacher notebook whose framework is installed '
+        "here (a notebook's line says when it was not)",
+    )
     args = p.parse_args(argv)
     for path in build(
         args.source, args.student_dir, args.teacher, args.execute
     ):
-        print(f'homework: wrote {path}')
+        line = f'homework: wrote {path}'
+        pytorch = path.stem.endswith(SUFFIXES['pytorch'])
+        framework = 'pytorch' if pytorch else 'mxnet'
+        why = args.execute and not_run(framework)
+        if why:
+            line += f' (its teacher version was not executed: {why})'
+        print(line)
     return 0
 
 
