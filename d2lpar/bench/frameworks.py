@@ -1,6 +1,6 @@
 """MXNet beside PyTorch: the library's step in each, and where it goes.
 
-Taught in :doc:`/book/training`. :func:`compare_frameworks` times the
+Taught in :doc:`/book/frameworks`. :func:`compare_frameworks` times the
 library's data-parallel step (:func:`d2lpar.train_batch` and its twin
 :func:`d2lpar.torch.train_batch`) on one and on two devices in both
 frameworks, in interleaved rounds in this process, and profiles one
@@ -8,8 +8,8 @@ device's step with each framework's own profiler (MXNet's
 ``mx.profiler``, ``torch.profiler``), summed by kind of operator:
 convolution, pooling, ReLU, the dense layers and the rest.
 
-Both frameworks run in the calling process (the book's kernel, which
-trains with both), one after the other, each on every core: PyTorch's
+Both frameworks run in the calling process (the book's kernel), one
+after the other, each on every core: PyTorch's
 threads are set to the cores before each of its measurements (importing
 MXNet leaves them at one; :func:`d2lpar.torch.use_every_core`), and
 MXNet's step sets its own (:func:`d2lpar.thread_budget`). Where only one
@@ -99,8 +99,9 @@ def _mxnet_devices(num_devices):
 
     One device is ``cpu(2)``, given every core before it first runs: a
     worker's threads may go down but never up (:mod:`d2lpar.threads`),
-    and ``cpu(0)`` and ``cpu(1)`` have trained as two devices in the
-    chapter's kernel, at a share each. MXNet's profiler counts contexts
+    and ``cpu(0)`` and ``cpu(1)`` may have trained as two devices in the
+    same kernel, at a share each (a reader's notebook that ran
+    :doc:`/book/training` first). MXNet's profiler counts contexts
     up to the cores plus two and aborts the process on a higher one, so
     the profiled device is at most ``cpu(2)``. Several devices are
     ``cpu(3)``, ``cpu(4)``, ... (the budget gives each its share).
