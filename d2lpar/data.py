@@ -139,8 +139,8 @@ def load_fashion_mnist(
     batch_size : int
         Examples per minibatch.
     root : str, optional
-        Folder with the four IDX ``.gz`` files; see :func:`search_dirs`
-        for where else it looks.
+        Folder with the four IDX ``.gz`` files; see
+        :func:`d2lpar.data.search_dirs` for where else it looks.
     num_train, num_test : int, optional
         Keep only the first examples of each split (quick runs, tests).
     download : bool, optional
@@ -161,7 +161,8 @@ def load_fashion_mnist(
     Raises
     ------
     FileNotFoundError
-        If no folder has the files (see :func:`find_fashion_mnist`).
+        If no folder has the files (see
+        :func:`d2lpar.data.find_fashion_mnist`).
     DatasetError
         If a file is corrupt or truncated; the message names it.
     TypeError, ValueError

@@ -186,14 +186,18 @@ def run_epochs(
 
     Each epoch runs ``step`` on every minibatch, timing finished work
     only, then records the epoch's train loss, train accuracy, test
-    accuracy and seconds in ``result``.
+    accuracy and seconds in ``result``. A step's losses and counts are
+    read only after the next step is queued: reading them waits for that
+    step's forward pass, not for its backward pass or update, and only
+    ``wait`` at the end of the epoch waits for everything.
 
     Parameters
     ----------
     step : callable
         ``step(X, y) -> (losses, corrects)``: one training step; the
         summed losses and correct-prediction counts of its pieces
-        (MXNet scalars or numbers), as :func:`train_batch` returns.
+        (MXNet scalars or numbers), as :func:`d2lpar.train_batch`
+        returns.
     train_iter : iterable of (X, y)
         Minibatches of one epoch; iterated once per epoch.
     evaluate : callable
@@ -248,8 +252,10 @@ def run_epochs(
             # Read the previous step's numbers only now: while Python
             # waits for them, the devices already run this step. (d2l
             # waits after every step, which leaves the devices idle while
-            # Python prepares the next one.) Two steps in flight at most
-            # bound the memory.
+            # Python prepares the next one.) They come out of its forward
+            # pass, which waited for the step before it to finish: what
+            # is queued stays within parts of three steps, which bounds
+            # the memory.
             _add(metric, pending)
             pending = (losses, corrects, X.shape[0])
             if result.batch_size is None:

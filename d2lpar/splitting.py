@@ -125,7 +125,7 @@ def shard_ranges(n, k):
 
 def micro_batches(X, y, m):
     """``m`` contiguous micro-batches of ``X, y``, a list of ``(X, y)``
-    (sizes differ by at most 1; :func:`shard_ranges`). Slicing only:
+    (sizes differ by at most 1; :func:`d2lpar.shard_ranges`). Slicing only:
     MXNet's arrays and PyTorch's tensors alike."""
     return [
         (X[start:stop], y[start:stop])

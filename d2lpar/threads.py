@@ -401,8 +401,8 @@ def thread_budget(devices, per_device=None):
     dict
         ``{context: threads}`` for each CPU context of ``devices``, as
         applied: ``max(1, total_threads() // k)`` each for k CPU
-        contexts (:func:`total_threads` for one), or fewer where a
-        worker already ran with fewer.
+        contexts (:func:`d2lpar.threads.total_threads` for one), or
+        fewer where a worker already ran with fewer.
 
     Raises
     ------

@@ -114,7 +114,8 @@ def train_batch(
         ``split(X, y, devices) -> (X_shards, y_shards)``, shard ``i`` on
         ``devices[i]`` (default :func:`d2lpar.split_batch`).
     accumulate : int, optional
-        Above 1, hand the step to :func:`train_micro_batches`: the same
+        Above 1, hand the step to
+        :func:`d2lpar.training.train_micro_batches`: the same
         step computed in ``accumulate`` micro-batches.
 
     Returns
@@ -170,7 +171,7 @@ def device_gradients(
         ``forward(X_shards, device_params) -> logits per device``,
         instead of ``net`` on each device alone: for a network whose
         devices exchange values in the forward pass (synchronised
-        BatchNorm, :mod:`d2lpar.batchnorm`).
+        BatchNorm, :func:`d2lpar.batchnorm.train_batch`).
 
     Returns
     -------
@@ -197,7 +198,8 @@ def sum_gradients(device_params, algorithm=allreduce, bucket=False):
     """Allreduce every parameter's gradient across the replicas.
 
     One ``algorithm`` call per parameter, or with ``bucket`` one call
-    over all gradients packed together (:func:`bucketed_allreduce`).
+    over all gradients packed together
+    (:func:`d2lpar.bucketed_allreduce`).
     Raises TypeError if ``algorithm`` returns a value instead of writing
     the sum into every array.
     """
@@ -235,14 +237,15 @@ def train_micro_batches(
     bucket=False,
     split=split_batch,
 ):
-    """:func:`train_batch`'s step, computed in ``accumulate`` parts.
+    """:func:`d2lpar.train_batch`'s step, computed in ``accumulate`` parts.
 
     Taught in :doc:`/book/accumulation`. The batch is cut into
     ``accumulate`` contiguous micro-batches (:func:`micro_batches`);
     :func:`accumulate_gradients` adds their gradients up on each device,
     then one allreduce and one update follow: the same step as
-    :func:`train_batch`, with the activations of one micro-batch in
-    memory at a time. Arguments and returns as for :func:`train_batch`.
+    :func:`d2lpar.train_batch`, with the activations of one micro-batch
+    in memory at a time. Arguments and returns as for
+    :func:`d2lpar.train_batch`.
     """
     X, y = check_step(X, y, device_params, devices, lr, accumulate)
     losses, corrects = accumulate_gradients(
@@ -261,7 +264,7 @@ def accumulate_gradients(
     """Gradients of several batches, added up on each device.
 
     Taught in :doc:`/book/accumulation`, and the one place the
-    library accumulates (:func:`train_micro_batches`,
+    library accumulates (:func:`d2lpar.training.train_micro_batches`,
     :func:`d2lpar.accumulation.train_batch`). Each batch in turn is split
     over ``devices`` and goes through :func:`device_gradients`; since
     backward overwrites ``.grad``, each device adds the new gradients to
@@ -272,7 +275,7 @@ def accumulate_gradients(
     batches : iterable of (X, y)
         The batches (or micro-batches) of one step.
     device_params, devices, net, loss, split
-        As for :func:`train_batch`.
+        As for :func:`d2lpar.train_batch`.
     reduce : callable, optional
         ``reduce(device_params)`` run on every batch's gradients before
         they are added (e.g. an allreduce after every batch, what a
@@ -281,7 +284,7 @@ def accumulate_gradients(
     Returns
     -------
     losses, corrects : list of mxnet.numpy.ndarray
-        Per batch and device, as :func:`train_batch` returns them.
+        Per batch and device, as :func:`d2lpar.train_batch` returns them.
     """
     grads = [[p.grad for p in params] for params in device_params]
     losses, corrects, sums = [], [], None
@@ -345,12 +348,12 @@ def train(
 ):
     """Train LeNet on Fashion-MNIST with data parallelism.
 
-    Taught in :doc:`/book/training`. Every step
-    is :func:`train_batch` (:func:`train_micro_batches` when
-    ``accumulate`` is above 1); after each epoch the test accuracy is
-    computed on the first device. The steps give the devices their
-    share of the cores (:func:`cores_per_device`): one device every
-    core, k devices ``cores // k`` each.
+    Taught in :doc:`/book/training`. Every step is :func:`train_batch`
+    (:func:`d2lpar.training.train_micro_batches` when ``accumulate`` is
+    above 1); after each epoch the test accuracy is computed on the first
+    device. The steps give the devices their share of the cores
+    (:func:`d2lpar.training.cores_per_device`): one device every core, k
+    devices ``cores // k`` each.
 
     Parameters
     ----------

@@ -59,7 +59,8 @@ def _buffer(ctx, dtype, size, slot):
 
 
 def free_buffers():
-    """Drop the receive buffers :func:`run_schedule` keeps between calls.
+    """Drop the receive buffers :func:`d2lpar.run_schedule` keeps between
+    calls.
 
     Returns
     -------

@@ -18,8 +18,8 @@ from ..checkpoint import save_checkpoint as save_checkpoint
 
 
 def load_checkpoint(path, num_workers=None, shapes=None):
-    """Return ``(params, finished_epochs)`` from :func:`save_checkpoint`:
-    MXNet arrays and an int.
+    """Return ``(params, finished_epochs)`` from
+    :func:`d2lpar.checkpoint.save_checkpoint`: MXNet arrays and an int.
 
     Parameters and errors as :func:`d2lpar.checkpoint.read_checkpoint`:
     a ``CheckpointError`` for a corrupt or truncated file, or one that

@@ -220,7 +220,7 @@ def train_batch(
     device_params : list of list of mxnet.numpy.ndarray
         Replicas with gradients attached (:func:`d2lpar.get_params`).
     device_states : list of list of dict
-        From :func:`init_states`; updated in place.
+        From :func:`d2lpar.init_states`; updated in place.
     devices : list of mxnet.Context
     optimizer : SGD, Momentum or Adam
     net, loss : callable, optional

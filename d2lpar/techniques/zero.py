@@ -114,7 +114,7 @@ def train_batch(
     device_params : list of list of mxnet.numpy.ndarray
         Replicas with gradients attached (:func:`d2lpar.get_params`).
     zero_states : list of list of dict
-        From :func:`init_zero_states`; updated in place.
+        From :func:`d2lpar.init_zero_states`; updated in place.
     devices : list of mxnet.Context
     optimizer : d2lpar.SGD, d2lpar.Momentum or d2lpar.Adam
     net, loss : callable, optional

@@ -114,7 +114,8 @@ def load_fashion_mnist(
     batch_size : int
         Examples per minibatch.
     root : str, optional
-        Folder with the four IDX ``.gz`` files; see :func:`search_dirs`.
+        Folder with the four IDX ``.gz`` files; see
+        :func:`d2lpar.torch.data.search_dirs`.
     num_train, num_test : int, optional
         Keep only the first examples of each split.
     seed : int, optional
@@ -125,8 +126,8 @@ def load_fashion_mnist(
         With ``seed``: the first pass uses this epoch's order.
     download : bool, optional
         If no folder has the files, download them (see
-        :func:`find_fashion_mnist`); files already present cause no
-        request.
+        :func:`d2lpar.torch.data.find_fashion_mnist`); files already
+        present cause no request.
 
     Returns
     -------
@@ -139,8 +140,8 @@ def load_fashion_mnist(
     FileNotFoundError, d2lpar.idx.DatasetError, TypeError, ValueError
         As MXNet's loader: no folder has the files and the download
         failed (the message names each folder searched and the failed
-        URL, see :func:`find_fashion_mnist`), a file is
-        corrupt or truncated (named), or a size is not positive.
+        URL, see :func:`d2lpar.torch.data.find_fashion_mnist`), a file
+        is corrupt or truncated (named), or a size is not positive.
     """
     check_positive('batch_size', batch_size, 'load_fashion_mnist', True)
     for name, value in (('num_train', num_train), ('num_test', num_test)):
