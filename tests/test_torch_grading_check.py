@@ -212,3 +212,22 @@ def test_the_class_table_and_gradebook_say_framework_and_notes(graded):
         "note (torchtree): tree_allreduce: shape='tree': the elements "
         'each device moves are not counted in PyTorch'
     ) in text
+
+
+def test_a_sharded_allreduce_that_calls_the_twins_own_fails():
+    """The twin's own sharded_allreduce is a library collective too: a
+    student's sharded_allreduce that only calls it fails as
+    calls-library, naming it, as in MXNet (its sum alone is right)."""
+    from d2lpar.torch import check_allreduce, collectives
+
+    library = getattr(collectives, 'sharded_allreduce', None)
+    if library is None:
+        pytest.skip('this d2lpar.torch has no sharded_allreduce yet')
+
+    def sharded_allreduce(data):
+        library(data)
+
+    report = check_allreduce(sharded_allreduce, shape='sharded')
+    assert not report
+    assert report.mistakes == ['calls-library'], str(report)
+    assert 'sharded_allreduce' in report.failures[0].message

@@ -64,13 +64,16 @@ from .training import train_batch
 
 DTYPES = {'float32': torch.float32, 'float64': torch.float64}
 
-# The twin's collectives a student's allreduce must not call (as the
-# MXNet check: a sharded_allreduce that only runs a schedule through
-# run_schedule has not moved and added the chunks itself).
+# The twin's collectives a student's allreduce must not call: each of its
+# allreduces (allreduce, sharded_allreduce, any added later) and, as in
+# the MXNet check, run_schedule (a sharded_allreduce that only runs a
+# schedule through it has not moved and added the chunks itself).
 COLLECTIVES = {
-    'allreduce': collectives.allreduce,
-    'run_schedule': run_schedule,
+    name: fn
+    for name, fn in vars(collectives).items()
+    if name.endswith('allreduce') and callable(fn)
 }
+COLLECTIVES['run_schedule'] = run_schedule
 
 
 def make_devices(k):
