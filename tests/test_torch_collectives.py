@@ -62,3 +62,32 @@ def test_run_schedule_equals_a_plain_sum(schedule, k, shape):
         onp.testing.assert_allclose(
             a.numpy(), sum(values), rtol=1e-12, atol=1e-12
         )
+
+
+@pytest.mark.parametrize('k', [1, 2, 3, 4, 5])
+@pytest.mark.parametrize('shape', [(1,), (2,), (7,), (3, 5), (2, 3, 4, 5)])
+def test_sharded_allreduce_leaves_every_tensor_the_sum(k, shape):
+    """The twin of MXNet's sharded_allreduce (tests/test_comm_algorithms):
+    each of k tensors, the caller's own object, equals numpy's sum (rtol
+    1e-6) and stays on its kind of device, also with fewer elements than devices
+    or a size not divisible by k."""
+    rng = onp.random.default_rng(k * 100 + len(shape))
+    values = [rng.normal(size=shape).astype('float32') for _ in range(k)]
+    devices = dp.devices(k)
+    data = [torch.tensor(v, device=d) for v, d in zip(values, devices)]
+    originals = list(data)
+    assert dp.sharded_allreduce(data) is None
+    expected = onp.sum(values, axis=0)
+    for a, b, d in zip(data, originals, devices):
+        # torch keeps no index on a CPU tensor: compare the device type.
+        assert a is b and a.device.type == d.type
+        onp.testing.assert_allclose(a.numpy(), expected, rtol=1e-6, atol=1e-6)
+
+
+def test_sharded_allreduce_names_bad_input():
+    """An empty list and mismatched shapes are errors naming the
+    function, as MXNet's are."""
+    with pytest.raises(ValueError, match='sharded_allreduce'):
+        dp.sharded_allreduce([])
+    with pytest.raises(ValueError, match='sharded_allreduce.*shape'):
+        dp.sharded_allreduce([torch.zeros(3), torch.zeros(4)])

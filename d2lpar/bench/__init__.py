@@ -74,6 +74,7 @@ _NAMES = {
     'kind_differences': 'frameworks',
     'onednn_kernels': 'frameworks',
     'implementations': 'frameworks',
+    'time_step': 'frameworks',
     'lenet_flops': 'limit',
     'matmul_rates': 'limit',
     'matmul_rate': 'limit',

@@ -16,7 +16,7 @@ devices              :func:`devices` (k CPU devices in one process take
 A toy network        init_lenet_params, lenet, get_params, LENET_SHAPES
 allreduce            allreduce (its docstring states the contract),
                      run_schedule (an allreduce written as a schedule),
-                     flat_view
+                     flat_view, sharded_allreduce (the exercises)
 Homework checks      check_allreduce, check_ring_schedule,
                      check_split_batch, check_evaluate,
                      check_train_batch, check_grad_accumulation,
@@ -26,7 +26,8 @@ split_batch          split_batch, shard_sizes, shard_ranges
 train_batch          train_batch, cross_entropy, sgd
 Local SGD            local_sgd_step
 Training             train -> TrainResult, load_fashion_mnist,
-                     evaluate_accuracy
+                     evaluate_accuracy, evaluate_accuracy_sharded
+                     (the exercises)
 The book             glue_text, show_source, pages (the book's
                      framework-neutral helpers and figures,
                      :mod:`d2lpar.pages`, shared)
@@ -65,10 +66,15 @@ import torch as _torch
 from .. import pages
 from ..pages.book import glue_text, show_source
 from .averaging import local_sgd_step
-from .collectives import allreduce, flat_view, run_schedule
+from .collectives import (
+    allreduce,
+    flat_view,
+    run_schedule,
+    sharded_allreduce,
+)
 from .data import load_fashion_mnist
 from .devices import devices
-from .evaluation import evaluate_accuracy
+from .evaluation import evaluate_accuracy, evaluate_accuracy_sharded
 from .grading import (
     check_allreduce,
     check_average_params,
@@ -110,6 +116,7 @@ __all__ = [
     'cross_entropy',
     'devices',
     'evaluate_accuracy',
+    'evaluate_accuracy_sharded',
     'flat_view',
     'get_params',
     'glue_text',
@@ -122,6 +129,7 @@ __all__ = [
     'sgd',
     'shard_ranges',
     'shard_sizes',
+    'sharded_allreduce',
     'show_source',
     'split_batch',
     'train',

@@ -2,12 +2,14 @@
 
 The naive :func:`allreduce`, the runner of an allreduce written as a
 schedule (:func:`run_schedule`, the schedules are the library's own,
-framework-neutral :mod:`d2lpar.comm.schedules`) and :func:`flat_view`,
+framework-neutral :mod:`d2lpar.comm.schedules`), the sharded allreduce
+of d2l's exercise (:func:`sharded_allreduce`) and :func:`flat_view`,
 which the homework's sharded allreduce writes its chunks through.
 """
 
 import torch
 
+from ..comm.schedules import sharded_schedule
 from ..splitting import shard_ranges
 from .checks import describe
 
@@ -196,3 +198,34 @@ def run_schedule(data, schedule):
                     flats[t.dst][part].copy_(sent)
             for target, buffer in received:
                 target += buffer
+
+
+def sharded_allreduce(data):
+    """Sum tensors on different devices, spreading the work over all.
+
+    Taught in :doc:`/book/exercises`. The twin of
+    :func:`d2lpar.sharded_allreduce`: device ``j`` owns the ``j``-th of
+    ``k`` contiguous chunks; it gathers that chunk from every other
+    device and adds it up (reduce-scatter), then sends the summed chunk
+    back to all of them (all-gather); see
+    :func:`d2lpar.comm.sharded_schedule`. Works for any ``k`` and any
+    size, even fewer elements than devices (some chunks are then empty).
+
+    Parameters
+    ----------
+    data : list of torch.Tensor
+        Same shape and dtype, one per device, contiguous.
+
+    Returns
+    -------
+    None
+        Every ``data[i]`` (the same tensor object) now holds the
+        elementwise sum of all inputs.
+
+    Raises
+    ------
+    TypeError, ValueError
+        See :func:`check_allreduce_input`.
+    """
+    check_allreduce_input(data, 'sharded_allreduce')
+    run_schedule(data, sharded_schedule(len(data)))
