@@ -33,6 +33,19 @@ def test_speedups_pair_each_round():
     assert speedup.speedup_range(result) == ('1.20', '1.50')
 
 
+def test_a_range_near_one_keeps_the_digit_that_says_below_one():
+    """0.997 is not 1.00: a round off 1 by less than half a percent
+    prints three decimals, in the range as on its own, and an exact 1
+    still reads 1.00."""
+    assert speedup.ratio_text(0.997) == '0.997'
+    assert speedup.ratio_text(1.004) == '1.004'
+    assert speedup.ratio_text(1.0) == '1.00'
+    assert speedup.ratio_text(1.133) == '1.13'
+    assert speedup.ratio_text(0.994) == '0.99'
+    result = _result([99.7, 113.3], [100.0, 100.0])
+    assert speedup.speedup_range(result) == ('0.997', '1.13')
+
+
 def test_two_devices_measures_once_then_reads(tmp_path, monkeypatch):
     """The first call measures and writes the file; a second call reads
     it without measuring; a file from the other mode or of another design

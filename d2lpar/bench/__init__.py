@@ -102,6 +102,7 @@ _NAMES = {
     'disturbed_rounds': 'speedup',
     'speedups': 'speedup',
     'speedup_range': 'speedup',
+    'ratio_text': 'speedup',
     'MXNET_DEFAULT_TEMP_COPY': 'step',
     'time_steps': 'step',
     'compare_steps': 'step',

@@ -213,9 +213,34 @@ def speedups(result, k=2, path='d2lpar'):
     return [one / many for one, many in kept]
 
 
+def ratio_text(ratio):
+    """A ratio as the pages print it: two decimals, or three where two
+    would print a ratio off 1 as ``1.00``.
+
+    Parameters
+    ----------
+    ratio : float
+        A speed-up or another ratio of two times.
+
+    Returns
+    -------
+    str
+        For instance ``'1.13'``, ``'0.997'`` (two decimals would read
+        ``1.00``, which says "the same"), ``'1.00'`` only for exactly 1.
+
+    Examples
+    --------
+    >>> ratio_text(1.133), ratio_text(0.997), ratio_text(1.004)
+    ('1.13', '0.997', '1.004')
+    """
+    if 0.995 <= ratio < 1.005 and ratio != 1:
+        return f'{ratio:.3f}'
+    return f'{ratio:.2f}'
+
+
 def speedup_range(result, k=2, path='d2lpar'):
-    """The lowest and highest of :func:`speedups`, each formatted with
-    two decimals.
+    """The lowest and highest of :func:`speedups`, each formatted by
+    :func:`ratio_text` (two decimals, three near 1).
 
     Parameters
     ----------
@@ -225,8 +250,9 @@ def speedup_range(result, k=2, path='d2lpar'):
     Returns
     -------
     tuple of str
-        ``(lowest, highest)``, for instance ``('0.95', '1.10')``; the
-        pages glue them where they state a speed-up.
+        ``(lowest, highest)``, for instance ``('0.95', '1.10')`` or
+        ``('0.997', '1.13')``; the pages glue them where they state a
+        speed-up.
     """
     values = speedups(result, k, path)
-    return f'{min(values):.2f}', f'{max(values):.2f}'
+    return ratio_text(min(values)), ratio_text(max(values))
