@@ -35,13 +35,7 @@ def test_speedups_pair_each_round():
 
 def test_a_range_near_one_keeps_the_digit_that_says_below_one():
     """0.997 is not 1.00: a round off 1 by less than half a percent
-    prints three decimals, in the range as on its own, and an exact 1
-    still reads 1.00."""
-    assert speedup.ratio_text(0.997) == '0.997'
-    assert speedup.ratio_text(1.004) == '1.004'
-    assert speedup.ratio_text(1.0) == '1.00'
-    assert speedup.ratio_text(1.133) == '1.13'
-    assert speedup.ratio_text(0.994) == '0.99'
+    prints three decimals in the range (bench.timing.ratio_text)."""
     result = _result([99.7, 113.3], [100.0, 100.0])
     assert speedup.speedup_range(result) == ('0.997', '1.13')
 

@@ -61,3 +61,15 @@ def test_compare_times_needs_every_time_to_agree(a, b, verdict):
 def test_compare_times_refuses_an_empty_setting():
     with pytest.raises(ValueError, match='got 0 and 2 values'):
         timing.compare_times([], [1.0, 2.0])
+
+
+def test_ratio_text_keeps_the_digit_that_says_below_one():
+    """A ratio off 1 by less than half a percent prints three decimals
+    (two would read 1.00, "the same"); others two; an exact 1 is 1.00."""
+    from d2lpar.bench.timing import ratio_text
+
+    assert ratio_text(0.997) == '0.997'
+    assert ratio_text(1.004) == '1.004'
+    assert ratio_text(1.0) == '1.00'
+    assert ratio_text(1.133) == '1.13'
+    assert ratio_text(0.994) == '0.99'

@@ -102,7 +102,7 @@ _NAMES = {
     'disturbed_rounds': 'speedup',
     'speedups': 'speedup',
     'speedup_range': 'speedup',
-    'ratio_text': 'speedup',
+    'ratio_text': 'timing',
     'MXNET_DEFAULT_TEMP_COPY': 'step',
     'time_steps': 'step',
     'compare_steps': 'step',

@@ -20,6 +20,7 @@ import os
 import statistics
 
 from ..pages.book import book_settings
+from .timing import ratio_text
 from .train import compare_training
 
 FILE = os.path.join('measurements', 'two-devices.json')
@@ -211,31 +212,6 @@ def speedups(result, k=2, path='d2lpar'):
     left_out = set(result.get('left_out', ()))
     kept = [p for i, p in enumerate(pairs) if i not in left_out] or pairs
     return [one / many for one, many in kept]
-
-
-def ratio_text(ratio):
-    """A ratio as the pages print it: two decimals, or three where two
-    would print a ratio off 1 as ``1.00``.
-
-    Parameters
-    ----------
-    ratio : float
-        A speed-up or another ratio of two times.
-
-    Returns
-    -------
-    str
-        For instance ``'1.13'``, ``'0.997'`` (two decimals would read
-        ``1.00``, which says "the same"), ``'1.00'`` only for exactly 1.
-
-    Examples
-    --------
-    >>> ratio_text(1.133), ratio_text(0.997), ratio_text(1.004)
-    ('1.13', '0.997', '1.004')
-    """
-    if 0.995 <= ratio < 1.005 and ratio != 1:
-        return f'{ratio:.3f}'
-    return f'{ratio:.2f}'
 
 
 def speedup_range(result, k=2, path='d2lpar'):

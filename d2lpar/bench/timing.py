@@ -104,6 +104,31 @@ def compare_times(a, b):
     )
 
 
+def ratio_text(ratio):
+    """A ratio as the pages print it: two decimals, or three where two
+    would print a ratio off 1 as ``1.00``.
+
+    Parameters
+    ----------
+    ratio : float
+        A speed-up or another ratio of two times.
+
+    Returns
+    -------
+    str
+        For instance ``'1.13'``, ``'0.997'`` (two decimals would read
+        ``1.00``, which says "the same"), ``'1.00'`` only for exactly 1.
+
+    Examples
+    --------
+    >>> ratio_text(1.133), ratio_text(0.997), ratio_text(1.004)
+    ('1.13', '0.997', '1.004')
+    """
+    if 0.995 <= ratio < 1.005 and ratio != 1:
+        return f'{ratio:.3f}'
+    return f'{ratio:.2f}'
+
+
 def interleaved(fns, rounds=3, repeats=5, warmup=1):
     """Time several functions side by side, robust to a busy machine.
 
