@@ -632,9 +632,11 @@ def check_train_epoch(fn):
     must equal plain SGD over the same batches on one device.
 
     On the CPU PyTorch computes each step before ``train_batch``
-    returns, so nothing overlaps there; the order graded is the one
-    that lets a GPU (CUDA queues work as MXNet does) compute step
-    ``i + 1`` while Python waits for step ``i``.
+    returns, so nothing overlaps there. On a GPU CUDA queues the step's
+    kernels, but :func:`d2lpar.torch.split_batch`'s blocking ``.to``
+    waits for the work queued before it, so the order graded lets the
+    GPU compute step ``i + 1`` while Python reads step ``i``'s numbers
+    and loads the next batch, and no more (homework 6 says why).
 
     Returns
     -------
