@@ -80,6 +80,22 @@ def test_compare_steps_alternates_the_order_by_round(monkeypatch):
     assert ms == {'a': pytest.approx([1, 4, 5]), 'b': pytest.approx([2, 3, 6])}
 
 
+def test_compare_steps_times_each_setting_at_its_own_batch(monkeypatch):
+    """A setting's third entry is its batch size (the label only names
+    the row); a setting without one runs at ``batch_size``."""
+    calls = []
+
+    def time_steps(k, batch_size, repeats, warmup, count):
+        calls.append((k, batch_size, count))
+        return 0.001
+
+    monkeypatch.setattr(bench, 'time_steps', time_steps)
+    settings = {64: (1, None, 64), 256: (1, None, 256), 'x': (2, 1)}
+    bench.compare_steps(settings, rounds=2, batch_size=32)
+    assert calls == [(1, 64, None), (1, 256, None), (2, 32, 1),
+                     (2, 32, 1), (1, 256, None), (1, 64, None)]  # fmt: skip
+
+
 def test_time_steps_runs_the_step_on_its_threads():
     before = torch.get_num_threads()
     assert bench.time_steps(2, batch_size=8, repeats=1, warmup=0, count=1) > 0

@@ -180,22 +180,27 @@ def compare_steps(settings, rounds=3, repeats=6, warmup=2, batch_size=256):
 
     Parameters
     ----------
-    settings : dict of str to (int, int or None)
-        ``label: (devices, threads)`` (threads None: every core).
+    settings : dict of label to tuple
+        ``label: (devices, threads)`` or ``label: (devices, threads,
+        batch)`` (threads None: every core; batch left out:
+        ``batch_size``). The label only names the row: a setting's batch
+        is its third entry, so two batch sizes are two 3-tuples.
     rounds, repeats, warmup, batch_size : int, optional
         In each round every setting is timed once (:func:`time_steps`),
         in the given order in even rounds and reversed in odd ones.
 
     Returns
     -------
-    dict of str to list of float
+    dict of label to list of float
         Per label, ms per step, one per round.
     """
     ms = {label: [] for label in settings}
     for r in range(rounds):
         for label in list(settings)[:: -1 if r % 2 else 1]:
-            k, count = settings[label]
-            seconds = time_steps(k, batch_size, repeats, warmup, count)
+            k, count, *batch = settings[label]
+            seconds = time_steps(
+                k, batch[0] if batch else batch_size, repeats, warmup, count
+            )
             ms[label].append(1000 * seconds)
     return ms
 
