@@ -64,8 +64,9 @@ def test_compare_times_refuses_an_empty_setting():
 
 
 def test_ratio_text_keeps_the_digit_that_says_below_one():
-    """A ratio off 1 by less than half a percent prints three decimals
-    (two would read 1.00, "the same"); others two; an exact 1 is 1.00."""
+    """A ratio off 1 by less than half a percent prints as many decimals
+    as it takes not to read 1.00 ("the same"); others two; an exact 1 is
+    1.00."""
     from d2lpar.bench.timing import ratio_text
 
     assert ratio_text(0.997) == '0.997'
@@ -73,3 +74,5 @@ def test_ratio_text_keeps_the_digit_that_says_below_one():
     assert ratio_text(1.0) == '1.00'
     assert ratio_text(1.133) == '1.13'
     assert ratio_text(0.994) == '0.99'
+    assert ratio_text(1.0004) == '1.0004'
+    assert ratio_text(0.99996) == '0.99996'

@@ -216,7 +216,7 @@ def speedups(result, k=2, path='d2lpar'):
 
 def speedup_range(result, k=2, path='d2lpar'):
     """The lowest and highest of :func:`speedups`, each formatted by
-    :func:`ratio_text` (two decimals, three near 1).
+    :func:`ratio_text` (two decimals, more where two would read 1.00).
 
     Parameters
     ----------

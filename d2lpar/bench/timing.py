@@ -105,8 +105,8 @@ def compare_times(a, b):
 
 
 def ratio_text(ratio):
-    """A ratio as the pages print it: two decimals, or three where two
-    would print a ratio off 1 as ``1.00``.
+    """A ratio as the pages print it: two decimals, or as many more as it
+    takes not to print a ratio off 1 as ``1.00`` (which says "the same").
 
     Parameters
     ----------
@@ -116,16 +116,19 @@ def ratio_text(ratio):
     Returns
     -------
     str
-        For instance ``'1.13'``, ``'0.997'`` (two decimals would read
-        ``1.00``, which says "the same"), ``'1.00'`` only for exactly 1.
+        For instance ``'1.13'``; ``'0.997'`` and ``'1.0004'`` (two
+        decimals would read ``1.00``); ``'1.00'`` only for exactly 1 (or
+        a ratio within a millionth of it).
 
     Examples
     --------
-    >>> ratio_text(1.133), ratio_text(0.997), ratio_text(1.004)
-    ('1.13', '0.997', '1.004')
+    >>> ratio_text(1.133), ratio_text(0.997), ratio_text(1.0004)
+    ('1.13', '0.997', '1.0004')
     """
-    if 0.995 <= ratio < 1.005 and ratio != 1:
-        return f'{ratio:.3f}'
+    for digits in range(2, 7):
+        text = f'{ratio:.{digits}f}'
+        if float(text) != 1 or ratio == 1:
+            return text
     return f'{ratio:.2f}'
 
 
