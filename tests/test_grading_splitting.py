@@ -12,13 +12,15 @@ import d2lpar as dp
 from d2lpar.splitting import shard_sizes
 
 
-def _check_sizes(X, devices):
+def _check_sizes(X, devices, y=None):
     if X.shape[0] < len(devices):
         raise ValueError('too few examples')
+    if y is not None and y.shape[0] != X.shape[0]:
+        raise ValueError('X and y have different lengths')
 
 
 def _slices(X, y, devices, sizes, y_sizes=None):
-    _check_sizes(X, devices)
+    _check_sizes(X, devices, y)
     out_X, out_y, start, y_start = [], [], 0, 0
     for d, size, ys in zip(devices, sizes, y_sizes or sizes):
         out_X.append(X[start : start + size].as_in_ctx(d))
@@ -33,7 +35,7 @@ def sb_drops(X, y, devices):
 
 
 def sb_overlaps(X, y, devices):
-    _check_sizes(X, devices)
+    _check_sizes(X, devices, y)
     n, k = X.shape[0], len(devices)
     base, extra = n // k, n % k
     return (
@@ -49,7 +51,7 @@ def sb_overlaps(X, y, devices):
 
 
 def sb_strided(X, y, devices):
-    _check_sizes(X, devices)
+    _check_sizes(X, devices, y)
     k = len(devices)
     return (
         [X[i::k].as_in_ctx(d) for i, d in enumerate(devices)],
@@ -89,6 +91,13 @@ def sb_no_check(X, y, devices):
     )
 
 
+def sb_no_length_check(X, y, devices):
+    # Refuses fewer examples than devices, not fewer labels than examples.
+    if X.shape[0] < len(devices):
+        raise ValueError('fewer examples than devices')
+    return sb_no_check(X, y, devices)
+
+
 def sb_float32(X, y, devices):
     X_shards, y_shards = dp.split_batch(X, y, devices)
     return [x.astype('float32') for x in X_shards], y_shards
@@ -106,6 +115,7 @@ BUGS = [
     (dp.check_split_batch, sb_one_device, 'wrong-device'),
     (dp.check_split_batch, sb_remainder_last, 'unbalanced'),
     (dp.check_split_batch, sb_no_check, 'accepted-bad-input'),
+    (dp.check_split_batch, sb_no_length_check, 'accepted-bad-input'),
     (dp.check_split_batch, sb_float32, 'changed-dtype'),
     (dp.check_split_batch, sb_only_X, 'bad-return'),
 ]

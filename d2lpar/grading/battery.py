@@ -306,7 +306,8 @@ def average_case(fn, case, make, diagnose):
 
 def split_cases():
     """k = 1..5; n = k, 2k+1 and 11 examples (k=5: 11 = 2*5+1 and one
-    more); 2-D and 4-D features; float32 and float64; n < k last."""
+    more); 2-D and 4-D features; float32 and float64; then the bad
+    inputs: n < k, and one label fewer than examples (``'labels'``)."""
     cases = []
     for k in range(1, 6):
         for n in sorted({k, 2 * k + 1, 11}):
@@ -332,6 +333,17 @@ def split_cases():
                 f'{k - 1} examples (must raise ValueError)',
             }
         )
+    cases.append(
+        {
+            'k': 2,
+            'n': 5,
+            'labels': 4,
+            'dtype': 'float32',
+            'feature': (3,),
+            'what': 'k=2 devices, 5 examples but 4 labels (must raise '
+            'ValueError)',
+        }
+    )
     return cases
 
 
@@ -357,7 +369,10 @@ def split_case(fn, case, X, y, devs, shard_problem, host):
     reads an array of the framework into NumPy.
     """
     k, n = case['k'], case['n']
-    if n < k:
+    labels = case.get('labels', n)
+    if labels != n:
+        y = y[:labels]
+    if n < k or labels != n:
         try:
             out = call(fn, X, y, devs)
         except StudentError as e:
@@ -371,8 +386,8 @@ def split_case(fn, case, X, y, devs, shard_problem, host):
             )
         return (
             'accepted-bad-input',
-            f'expected ValueError for {n} '
-            f'examples on {k} devices; got shards instead',
+            f'expected ValueError for {n} examples and {labels} labels '
+            f'on {k} devices; got shards instead',
         )
     out = call(fn, X, y, devs)
     if out is None:
