@@ -1,9 +1,12 @@
 """The check of homework 6: an epoch that keeps two steps in flight.
 
 The book's loop (:func:`d2lpar.epochs.run_epochs`) reads each step's
-loss and correct count only after it has queued the next step, so the
-devices compute step ``i + 1`` while Python waits for step ``i``'s
-numbers. Two loops give the same parameters and are both wrong: one
+loss and correct count only after it has queued the next step. Reading
+step ``i``'s numbers waits only for step ``i``'s forward pass; while
+Python then splits and queues step ``i + 2``, the devices work through
+the rest of step ``i`` and step ``i + 1`` (whose forward pass reads the
+parameters step ``i``'s update writes), so they have work while Python
+prepares a batch. Two loops give the same parameters and are both wrong: one
 reads every step's numbers right away (the devices idle while Python
 prepares the next batch), one never reads until the end (Python queues
 the whole epoch: every batch's inputs and activations stay alive).

@@ -31,8 +31,10 @@ def train_epoch(train_iter, device_params, devices, lr):
     ``(mean_loss, accuracy)``.
 
     Each step's numbers are read (``.item()``) only after the next step
-    is queued, as :func:`d2lpar.epochs.run_epochs` does: while Python
-    waits for them, the devices already compute the next step.
+    is queued, as :func:`d2lpar.epochs.run_epochs` does: reading them
+    waits only for that step's forward pass, and while Python splits and
+    queues the step after, the devices work through the rest of this
+    step and the next.
     """
     loss = correct = examples = 0.0
     pending = None
