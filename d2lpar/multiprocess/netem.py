@@ -268,8 +268,8 @@ def _write_hosts(name, address):
 
     On a real host the machine's own name resolves to its address on
     the network; here every namespace would resolve it to 127.0.0.1,
-    which programs that advertise their address by name (Gloo) would
-    then hand to the other host.
+    and Horovod's Gloo jobs then fail even with ``--network-interfaces``:
+    rank 0 dials rank 1 at 127.0.0.1 (seen with Horovod 0.28.1).
     """
     folder = os.path.join(ETC_NETNS, name)
     os.makedirs(folder, exist_ok=True)
