@@ -71,6 +71,29 @@ def ar_float32(data):
         a[:] = total.astype(a.dtype).copyto(a.ctx)
 
 
+def ar_tree_no_copies(data):
+    # A tree whose adds read the partner's device directly: MXNet runs
+    # it between CPU contexts with no copyto, so no transfer is counted.
+    k, step = len(data), 1
+    while step < k:
+        for i in range(0, k - step, 2 * step):
+            data[i][:] += data[i + step]
+        step *= 2
+    while step > 1:
+        step //= 2
+        for i in range(0, k - step, 2 * step):
+            data[i + step][:] = data[i].as_in_ctx(data[i + step].ctx)
+
+
+def ar_implicit_reads(data):
+    # A naive allreduce reading every device's array from device 0's.
+    total = data[0].copy()
+    for a in data[1:]:
+        total = total + a
+    for a in data:
+        a[:] = a * 0 + total
+
+
 BUGS = [
     (dp.check_allreduce, ar_rebinds, 'not-in-place'),
     (dp.check_allreduce, ar_reduce_only, 'not-broadcast'),
@@ -82,6 +105,9 @@ BUGS = [
     (dp.check_allreduce, ar_wraps_tree, 'calls-library'),
     (check_tree_allreduce, ar_gather, 'not-a-tree'),
     (check_sharded_allreduce, ar_gather, 'not-sharded'),
+    (check_tree_allreduce, ar_tree_no_copies, 'mixed-devices'),
+    (check_tree_allreduce, ar_implicit_reads, 'mixed-devices'),
+    (dp.check_allreduce, ar_implicit_reads, 'mixed-devices'),
 ]
 
 

@@ -121,7 +121,7 @@ def test_the_battery_is_the_mxnet_checks():
     assert torch_cases() == allreduce_cases()
 
     def m_averages(data):
-        total = sum(a.copy() for a in data)
+        total = sum(a.as_in_ctx(data[0].ctx) for a in data)
         for a in data:
             a[:] = total / len(data)
 
@@ -192,10 +192,12 @@ def average_rebinds(device_params):
             p[j] = mean.clone()
 
 
-def split_batch(X, y, devices):
+def split_batch(X, y, devices, check_lengths=True):
     n, k = X.shape[0], len(devices)
     if n < k:
         raise ValueError('fewer examples than devices')
+    if check_lengths and y.shape[0] != n:
+        raise ValueError('X and y have different lengths')
     X_shards, y_shards, start = [], [], 0
     for i, d in enumerate(devices):
         size = n // k + (1 if i < n % k else 0)
@@ -214,6 +216,10 @@ def split_drops_remainder(X, y, devices):
         [X[i * size : (i + 1) * size] for i in range(k)],
         [y[i * size : (i + 1) * size] for i in range(k)],
     )
+
+
+def split_no_length_check(X, y, devices):
+    return split_batch(X, y, devices, check_lengths=False)
 
 
 def split_mismatched_labels(X, y, devices):
@@ -283,6 +289,7 @@ PYTORCH_MISTAKEN = [
     (tdp.check_average_params, average_rebinds, 'not-in-place'),
     (tdp.check_split_batch, split_drops_remainder, 'dropped-examples'),
     (tdp.check_split_batch, split_mismatched_labels, 'labels-mismatched'),
+    (tdp.check_split_batch, split_no_length_check, 'accepted-bad-input'),
     (tdp.check_ring_schedule, ring_backwards, 'not-a-ring'),
     (tdp.check_ring_schedule, ring_whole_arrays, 'too-much-traffic'),
     (tdp.check_evaluate, evaluate_averaging_batches, 'averaged-batches'),

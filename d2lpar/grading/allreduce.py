@@ -30,6 +30,7 @@ __all__ = [
     'check_tree_allreduce',
     'diagnose_sum',
     'make_inputs',
+    'mixed_devices',
     'transfer_shape',
 ]
 
@@ -126,14 +127,36 @@ def transfer_shape(spy, case, shape):
     )
 
 
+def mixed_devices(spy):
+    """A ``mixed-devices`` finding when an operation other than a copy
+    read or wrote arrays on two devices (:attr:`Spy.mixed`), else None.
+
+    Between CPU contexts MXNet runs ``a + b`` or ``a[:] += b`` with
+    ``a`` and ``b`` on different devices without a copy, so the
+    transfers would go uncounted; GPUs, which do not share memory, give
+    no such shortcut.
+    """
+    if not spy.mixed:
+        return None
+    operator_name, contexts = spy.mixed[0]
+    return (
+        'mixed-devices',
+        f'an operation ({operator_name}) used arrays on '
+        f'{" and ".join(contexts)} at once, without copying one to the '
+        f"other's device first",
+    )
+
+
 def _allreduce_case(fn, case, shape=None):
     data, inputs = make_inputs(case)
     originals, passed = list(data), data
     name = getattr(fn, '__name__', 'your allreduce')
     with Spy() as spy:
         returned = call(fn, passed)
-    found = calls_library(spy.library_calls, name) or diagnose_sum(
-        originals, inputs, case, passed, returned
+    found = (
+        calls_library(spy.library_calls, name)
+        or mixed_devices(spy)
+        or diagnose_sum(originals, inputs, case, passed, returned)
     )
     if found is None and shape is not None:
         found = transfer_shape(spy, case, shape)
@@ -149,7 +172,10 @@ def check_allreduce(fn, shape=None):
     its own dtype) holds the elementwise sum. It returns None. Tree,
     sharded and ring allreduces all fit this signature. It must not call
     the library's collectives (``dp.allreduce``, ``dp.ring_allreduce``,
-    ...): that is the ``calls-library`` mistake.
+    ...): that is the ``calls-library`` mistake. Every operation
+    other than a copy must use arrays of one device: MXNet lets ``a + b``
+    mix two CPU contexts without a copy, which GPUs do not
+    (``mixed-devices``).
 
     Parameters
     ----------

@@ -1,8 +1,8 @@
-"""Every mistake a check can name, with the hint it gives: one table.
+"""The mistakes a check can name, each with the hint it gives.
 
 A check reports the first mistake it recognises in a case; the codes are
 short so that an autograder can count them and a teacher can grep them.
-The codes and their hints (the dict ``MISTAKES``):
+Each code below is followed by the hint a report prints with it:
 """
 
 # code: hint shown to the student
@@ -33,6 +33,10 @@ MISTAKES = {
     'calls-library': "You called the library's own collective: the "
     'homework is to write the algorithm, moving and adding the arrays '
     'yourself (copyto, as_in_ctx, +=).',
+    'mixed-devices': 'One operation (a + b, a[:] += b) used arrays '
+    'on two devices. MXNet allows it between CPU contexts, which share '
+    'one memory, but GPUs do not, and the check cannot count what it '
+    'moves: copy first (b.as_in_ctx(a.ctx)), then add.',
     'not-a-tree': 'The sum is right, but some device moves more arrays '
     'than a tree lets it: pair devices up (0 with 1, 2 with 3, then 0 '
     'with 2, ...) instead of gathering everything on one device.',
@@ -127,6 +131,8 @@ TORCH_HINTS = {
     'homework is to write the algorithm, moving and adding the tensors '
     'yourself (a.to(device), +=, a.copy_(...)).',
     'wrong-device': 'Shard i must live on devices[i] (.to(devices[i])).',
+    'mixed-devices': 'One operation (a + b, a += b) used tensors on two '
+    'devices: copy first (b.to(a.device)), then add.',
     'not-accumulated': "Only the last micro-batch's gradient was used: "
     'backward() adds into .grad, so zeroing .grad (or making the '
     'parameters anew) between micro-batches drops the earlier ones.',
@@ -136,7 +142,7 @@ TORCH_HINTS = {
     'them after the next train_batch call.',
 }
 
-# The module's documentation lists the table itself, so the book's page
+# The module's documentation lists MISTAKES itself, so the book's page
 # of codes can never disagree with what the checks say.
 __doc__ += ''.join(
     f'\n``{code}``\n    {text}\n' for code, text in MISTAKES.items()

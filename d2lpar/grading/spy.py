@@ -4,8 +4,17 @@ A check must grade the algorithm, not only the sum: a
 ``tree_allreduce`` that calls ``dp.allreduce`` gives the right sum and
 is not a tree. :class:`Spy` records, while it is active, every call of
 the library's collectives made from code outside ``d2lpar`` (the
-student's), and every copy between two devices (``copyto``, which
-``as_in_ctx`` and a cross-device ``a[:] = b`` go through).
+student's), every copy between two devices (``copyto``, which
+``as_in_ctx`` and a cross-device ``a[:] = b`` go through), and every
+other operation whose arrays live on different devices.
+
+That last one matters because MXNet checks only that an operator's
+inputs are all on CPUs or all on GPUs (``GetContext`` in
+``src/imperative/imperative_utils.h``): between two CPU contexts,
+``a + b`` or ``a[:] += b`` reads the other context's array with no copy,
+so counting copies alone would miss the data it moves. Every operator
+call goes through one of two checks in ``mxnet.ndarray.register`` (the
+generated operator functions' globals), which the spy wraps.
 """
 
 import importlib
@@ -70,8 +79,32 @@ def _copy(original):
     return copyto
 
 
+# The functions every generated MXNet operator calls with its name, its
+# input arrays and ``out`` before it runs (mxnet/ndarray/register.py).
+_OPERATOR_HOOKS = ('_verify_all_np_ndarrays', '_verify_all_legacy_ndarrays')
+
+
+def _arrays(value):
+    if isinstance(value, (list, tuple)):
+        return [a for v in value for a in _arrays(v)]
+    return [value] if isinstance(value, mx.nd.NDArray) else []
+
+
+def _operator(original):
+    def verify(op_name, func_name, args, out):
+        spy = _record()
+        if spy is not None and not spy.depth and op_name != '_copyto':
+            contexts = {a.ctx for a in _arrays(args) + _arrays(out)}
+            if len(contexts) > 1:
+                spy.mixed.append((func_name, sorted(map(str, contexts))))
+        return original(op_name, func_name, args, out)
+
+    return verify
+
+
 def install(forbidden=None):
-    """Patch the collectives and ``copyto`` (once); return True if this
+    """Patch the collectives, ``copyto`` and the operators' input
+    checks (once); return True if this
     call installed them. The grader installs them before it imports a
     submission, so ``from d2lpar import allreduce`` is watched too."""
     import d2lpar
@@ -89,6 +122,11 @@ def install(forbidden=None):
     for cls in (np.ndarray, mx.nd.NDArray):
         _SAVED.append((cls, 'copyto', cls.copyto))
         cls.copyto = _copy(cls.copyto)
+    from mxnet.ndarray import register
+
+    for name in _OPERATOR_HOOKS:
+        _SAVED.append((register, name, getattr(register, name)))
+        setattr(register, name, _operator(getattr(register, name)))
     return True
 
 
@@ -100,7 +138,8 @@ def uninstall():
 
 
 class Spy:
-    """Record library calls and cross-device copies while active.
+    """Record library calls, cross-device copies and operations that
+    mix devices while active.
 
     Attributes
     ----------
@@ -110,10 +149,13 @@ class Spy:
     transfers : list of tuple
         ``(src_device_id, dst_device_id, elements)`` per cross-device
         copy (a copy made inside another is not counted twice).
+    mixed : list of tuple
+        ``(operator, contexts)`` per operation other than a copy whose
+        arrays (inputs and ``out``) live on more than one device.
     """
 
     def __init__(self):
-        self.library_calls, self.transfers = [], []
+        self.library_calls, self.transfers, self.mixed = [], [], []
         self.depth, self._installed = 0, False
 
     def __enter__(self):
