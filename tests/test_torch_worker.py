@@ -20,7 +20,7 @@ from d2lpar.torch.checkpoint import (  # noqa: E402
     load_checkpoint,
     save_checkpoint,
 )
-from d2lpar.torch.worker import Shards  # noqa: E402
+from d2lpar.torch.worker import Shards, pick_backend  # noqa: E402
 
 PY = sys.executable
 
@@ -34,6 +34,16 @@ def run_job(worker_args, workers=2, timeout=240):
         text=True,
         timeout=timeout,
     )  # fmt: skip
+
+
+def test_the_backend_is_nccl_for_a_gpu_and_gloo_for_a_cpu():
+    """Every group (the launched worker's and spawn's) takes its backend
+    from the worker's device: NCCL for CUDA tensors, Gloo for CPU ones
+    (NCCL cannot sum CPU tensors)."""
+    assert pick_backend(torch.device('cuda', 1)) == 'nccl'
+    assert pick_backend('cuda') == 'nccl'
+    assert pick_backend(torch.device('cpu')) == 'gloo'
+    assert pick_backend('cpu') == 'gloo'
 
 
 def test_shards_cover_each_minibatch_and_know_its_size():

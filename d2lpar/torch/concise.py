@@ -1,4 +1,4 @@
-"""The concise version in PyTorch: DistributedDataParallel over Gloo.
+"""The concise version in PyTorch: DistributedDataParallel.
 
 The twin of :mod:`d2lpar.techniques.concise` (Gluon's ``Trainer``), taught
 in :doc:`/book/concise`. PyTorch's own way to train on several devices is
@@ -24,7 +24,7 @@ from ..workers import Shards, my_shard
 from .data import load_fashion_mnist
 from .model import init_lenet_params
 from .training import INIT_SCALE, cross_entropy, wait_for
-from .worker import LeNet, Worker, pick_device, share_cores
+from .worker import LeNet, Worker, pick_backend, pick_device, share_cores
 
 __all__ = [
     'ddp',
@@ -63,13 +63,15 @@ def train_batch(X, y, net, optimizer, loss=cross_entropy):
 
 def run_rank(rank, fn, world, store, out, args):
     """One process of :func:`spawn`: take this process's share of the
-    cores, join the Gloo group of ``world`` processes (they meet through
-    the file ``store``), run ``fn(*args)``; rank 0 writes the result to
-    the file ``out``."""
+    cores, join the group of ``world`` processes (they meet through the
+    file ``store``; NCCL where this process has a GPU, else Gloo, as
+    :func:`d2lpar.torch.worker.pick_backend` says), run ``fn(*args)``;
+    rank 0 writes the result to the file ``out``."""
     share_cores(world)
     dist.init_process_group(
-        'gloo', init_method=f'file://{store}', rank=rank, world_size=world
-    )
+        pick_backend(pick_device(rank)), init_method=f'file://{store}',
+        rank=rank, world_size=world,
+    )  # fmt: skip
     # Every process has its connections before any runs fn: else one
     # that fails at once can close them while another still connects,
     # and that one's connection error hides fn's.
@@ -96,12 +98,14 @@ def _start_method():
 
 
 def spawn(fn, workers, *args):
-    """Run ``fn(*args)`` in ``workers`` new processes, one Gloo group.
+    """Run ``fn(*args)`` in ``workers`` new processes, one group.
 
     Each process gets its share of the cores
     (:func:`d2lpar.torch.worker.share_cores`) and joins the group
     (``torch.distributed`` is initialised, ``dist.get_rank()`` tells it
-    which it is) before it calls ``fn``. ``fn`` must be importable (a
+    which it is; on a GPU per process the group is NCCL's, so ``fn``
+    places its tensors on :func:`d2lpar.torch.worker.pick_device`'s
+    device) before it calls ``fn``. ``fn`` must be importable (a
     module's function, not a notebook's): the processes are not forks of
     the caller but of a server process that has imported PyTorch and this
     module and run nothing else (``forkserver``; *spawn* where there is
@@ -139,12 +143,16 @@ def ddp(params, device=None):
 
 def _steps(starts, batches, lr):
     rank, world = dist.get_rank(), dist.get_world_size()
+    device = pick_device(rank)
     after = []
     for start, (X, y) in zip(starts, batches):
-        net = ddp(start)
+        net = ddp(start, device)
         optimizer = torch.optim.SGD(net.parameters(), lr=lr)
-        train_batch(*my_shard(X, y, rank, world), net, optimizer)
-        after.append([p.detach().clone() for p in net.module.params])
+        X, y = my_shard(X, y, rank, world)
+        train_batch(X.to(device), y.to(device), net, optimizer)
+        after.append(
+            [p.detach().to('cpu', copy=True) for p in net.module.params]
+        )
     return after
 
 

@@ -40,6 +40,7 @@ __all__ = [
     'Shards',
     'Worker',
     'my_shard',
+    'pick_backend',
     'pick_device',
     'run_worker',
     'share_cores',
@@ -84,6 +85,13 @@ def pick_device(rank):
     if torch.cuda.is_available() and local < torch.cuda.device_count():
         return torch.device('cuda', local)
     return torch.device('cpu')
+
+
+def pick_backend(device):
+    """The process group's backend for a worker on ``device``: NCCL,
+    which sums GPU tensors on the GPUs, for a CUDA device; else Gloo,
+    which sums CPU tensors (NCCL cannot)."""
+    return 'nccl' if torch.device(device).type == 'cuda' else 'gloo'
 
 
 def start_state(rank, num_workers, seed, init_scale, save_to, resume, device):
@@ -180,13 +188,28 @@ def run_worker(
 
     Parameters
     ----------
-    epochs, batch_size, lr, seed, init_scale, data_dir, num_train, num_test
-        As the MXNet worker's: train up to epoch ``epochs`` (a resumed
-        run, the remaining ones) with ``batch_size`` examples per worker
-        per step (the global minibatch is ``batch_size * num_workers``).
-    save_to, resume : optional
-        Rank 0 writes a checkpoint to ``save_to`` after every epoch;
-        with ``resume`` the job starts from it, if it is there.
+    epochs : int, optional
+        The last epoch (a resumed run trains the remaining ones).
+    batch_size : int, optional
+        Examples per worker per step (the global minibatch is
+        ``batch_size * num_workers``).
+    lr : float, optional
+        Learning rate.
+    seed : int, optional
+        Seed of the initial parameters and of the data order.
+    init_scale : float, optional
+        Standard deviation of the initial weights.
+    data_dir : str, optional
+        Folder with the Fashion-MNIST files.
+    num_train : int, optional
+        Keep only the first ``num_train`` training examples; by default
+        all of them.
+    num_test : int, optional
+        Keep only the first ``num_test`` test examples.
+    save_to : str, optional
+        Rank 0 writes a checkpoint here after every epoch.
+    resume : bool, optional
+        Start from the checkpoint in ``save_to``, if it is there.
     ddp : bool, optional
         Sum the gradients with ``DistributedDataParallel``.
     stats_to : str, optional
@@ -215,7 +238,7 @@ def run_worker(
             '(or torchrun)'
         )
     device = pick_device(int(os.environ['RANK']))
-    dist.init_process_group('nccl' if device.type == 'cuda' else 'gloo')
+    dist.init_process_group(pick_backend(device))
     try:
         rank, world = dist.get_rank(), dist.get_world_size()
         threads = share_cores(world)
