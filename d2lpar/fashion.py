@@ -61,9 +61,11 @@ def search_dirs(root=None, cache=None, debian=None):
     ----------
     root : str, optional
         A folder given by the caller; searched first.
-    cache, debian : str, optional
-        MXNet's cache (default :func:`mxnet_cache_dir`) and Debian's
-        folder (default :data:`DEBIAN_DIR`).
+    cache : str, optional
+        MXNet's cache folder (default :func:`mxnet_cache_dir`).
+    debian : str, optional
+        The folder of Debian's package ``dataset-fashion-mnist``
+        (default ``/usr/share/datasets/fashion-mnist``).
 
     Returns
     -------

@@ -103,8 +103,10 @@ def shard_ranges(n, k):
 
     Parameters
     ----------
-    n, k : int
-        Number of elements and of shards.
+    n : int
+        Number of elements.
+    k : int
+        Number of shards.
 
     Returns
     -------

@@ -244,8 +244,12 @@ def profile_step(framework, batch_size=256, steps=5, warmup=2):
     ----------
     framework : str
         ``'mxnet'`` or ``'pytorch'``.
-    batch_size, steps, warmup : int, optional
-        The step's batch; steps profiled (after ``warmup`` steps).
+    batch_size : int, optional
+        Examples per step.
+    steps : int, optional
+        Steps profiled.
+    warmup : int, optional
+        Unprofiled steps before them.
 
     Returns
     -------
@@ -277,8 +281,8 @@ def compare_frameworks(frameworks=None, device_counts=(1, 2), rounds=3,
 
     In every round each framework in turn (the order alternating by
     round, :func:`round_order`) is timed on each device count
-    (:func:`time_step`) and then profiled on one device
-    (:func:`profile_step`).
+    (:func:`~d2lpar.bench.frameworks.time_step`) and then profiled on
+    one device (:func:`~d2lpar.bench.frameworks.profile_step`).
 
     Parameters
     ----------
@@ -441,8 +445,9 @@ def onednn_kernels(framework, batch_size=256, timeout=120):
     Returns
     -------
     (str, list of (str, str, str, float))
-        As :func:`parse_onednn_verbose` (for MXNet the second pass's
-        rows are not told apart from the first's: both are returned).
+        As :func:`~d2lpar.bench.frameworks.parse_onednn_verbose` (for
+        MXNet the second pass's rows are not told apart from the
+        first's: both are returned).
     """
     if framework == 'mxnet':
         import subprocess
@@ -483,6 +488,6 @@ def onednn_kernels(framework, batch_size=256, timeout=120):
 
 def implementations(rows, *primitives):
     """The distinct kernels (sorted) that ran ``primitives`` in ``rows``
-    of :func:`parse_onednn_verbose`, e.g. ``['jit:avx2']`` for
-    ``'convolution'``."""
+    of :func:`~d2lpar.bench.frameworks.parse_onednn_verbose`, e.g.
+    ``['jit:avx2']`` for ``'convolution'``."""
     return sorted({impl for p, impl, _, _ in rows if p in primitives})

@@ -164,8 +164,12 @@ def predict_step(
         (:func:`compute_seconds`).
     rate : str
         The link's rate (``'100mbit'``).
-    servers, hosts, workers : int, optional
-        ``servers`` counts for the parameter server only.
+    servers : int, optional
+        Parameter servers (for ``engine='kvstore'`` only).
+    hosts : int, optional
+        Hosts the workers are spread over.
+    workers : int, optional
+        Worker processes.
     latency : float, optional
         Seconds per message (alpha).
     engine : {'kvstore', 'horovod'}, optional

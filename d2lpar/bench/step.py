@@ -22,8 +22,10 @@ def time_steps(num_devices, batch_size=256, repeats=20, warmup=3):
         Devices from :func:`d2lpar.devices`.
     batch_size : int, optional
         Examples per step, summed over devices.
-    repeats, warmup : int, optional
-        Timed and untimed steps.
+    repeats : int, optional
+        Timed steps.
+    warmup : int, optional
+        Untimed steps before them.
 
     Returns
     -------

@@ -123,8 +123,10 @@ def plot_split(n, k):
 
     Parameters
     ----------
-    n, k : int
-        Number of examples and of devices (``n >= k``, ``k <= 4``).
+    n : int
+        Number of examples (at least ``k``).
+    k : int
+        Number of devices (at most 4).
 
     Returns
     -------

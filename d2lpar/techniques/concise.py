@@ -129,8 +129,10 @@ def train_concise(
         :data:`d2lpar.training.INIT_SCALE`, as :func:`d2lpar.train`).
     kvstore : str, optional
         The Trainer's kvstore.
-    plot, verbose : bool, optional
-        As in :func:`d2lpar.train`.
+    plot : bool, optional
+        Draw the curves into ``result.figure``, as :func:`d2lpar.train`.
+    verbose : bool, optional
+        Print a line per epoch, as :func:`d2lpar.train`.
 
     Returns
     -------

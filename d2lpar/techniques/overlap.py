@@ -66,7 +66,7 @@ def train_batch(
     overlap : bool, optional
         Let communication start during the backward pass.
     bucket_bytes : int, optional
-        Bucket size for :func:`make_buckets` (None: one per parameter).
+        Bucket size for :func:`d2lpar.make_buckets` (None: one per parameter).
     reverse : bool, optional
         Reduce the last layer's gradients first.
     """
@@ -219,14 +219,16 @@ def ddp_buckets(
     the bucket once it holds at least its limit, ``first_bytes`` for the
     first bucket and ``bucket_bytes`` for every later one. A bucket so
     includes the gradient that crosses its limit, unlike
-    :func:`make_buckets`, whose buckets stay within theirs.
+    :func:`d2lpar.make_buckets`, whose buckets stay within theirs.
 
     Parameters
     ----------
     sizes : sequence of int
         Elements of each gradient, in the order they become ready.
-    first_bytes, bucket_bytes : int, optional
-        The first bucket's limit and every later bucket's.
+    first_bytes : int, optional
+        The first bucket's limit, in bytes.
+    bucket_bytes : int, optional
+        Every later bucket's limit, in bytes.
     itemsize : int, optional
         Bytes per element.
 

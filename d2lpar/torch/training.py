@@ -196,14 +196,19 @@ def train(
     devices : list of torch.device, optional
     data : (train_iter, test_iter), optional
         Iterators to use instead of :func:`load_fashion_mnist`.
-    plot, verbose : bool, optional
-        Draw the curves into ``result.figure``; print a line per epoch.
+    plot : bool, optional
+        Draw the curves into ``result.figure``.
+    verbose : bool, optional
+        Print a line per epoch.
     seed : int, optional
         Seed of the initial parameters.
     init_scale : float, optional
         Standard deviation of the initial weights.
-    algorithm, split : callable, optional
-        As for :func:`train_batch`.
+    algorithm : callable, optional
+        The allreduce used by every step, as for :func:`train_batch`.
+    split : callable, optional
+        How each minibatch is split over the devices, as for
+        :func:`train_batch`.
 
     Returns
     -------
