@@ -24,9 +24,9 @@ def check_allreduce_input(data, where):
     Raises
     ------
     TypeError
-        If ``data`` is not a list of MXNet arrays, or dtypes differ.
+        If an entry is not an ``mxnet.numpy.ndarray``, or dtypes differ.
     ValueError
-        If it is empty or the shapes differ.
+        If ``data`` is empty or not a list, or the shapes differ.
     """
     if not isinstance(data, (list, tuple)) or not data:
         raise ValueError(
@@ -75,7 +75,7 @@ def allreduce(data):
     Raises
     ------
     TypeError, ValueError
-        See :func:`check_allreduce_input`.
+        See :func:`~d2lpar.collectives.check_allreduce_input`.
 
     Notes
     -----

@@ -64,9 +64,9 @@ def init_lenet_params(seed=0, scale=0.01):
 def lenet(X, params):
     """Compute LeNet's logits for a batch of 28x28 grey images.
 
-    Taught in :doc:`/book/toy-network`. Its two
-    dense layers compute ``np.dot(h, W) + b`` with :func:`dense`
-    (oneDNN's operator), so that several CPU devices may each run them
+    Taught in :doc:`/book/toy-network`. Its two dense layers compute
+    ``np.dot(h, W) + b`` with :func:`~d2lpar.model.dense` (oneDNN's
+    operator), so that several CPU devices may each run them
     on several cores at the same time.
 
     Parameters
@@ -122,9 +122,10 @@ def dense(X, W, b=None):
     the same gradients, but computed by oneDNN's ``FullyConnected``
     operator, forward and backward, instead of OpenBLAS's ``np.dot``.
     Two CPU devices that run OpenBLAS's multi-threaded product at the
-    same time hang (see :mod:`d2lpar.threads`); oneDNN's does not, so
-    with this several devices may each use several cores. It was also
-    faster here.
+    same time hang (the OpenMP build of OpenBLAS in MXNet's wheel shares
+    its thread buffers between concurrent calls; the module docstring of
+    ``d2lpar.threads`` says more); oneDNN's does not, so with this
+    several devices may each use several cores.
 
     Parameters
     ----------

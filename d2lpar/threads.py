@@ -321,9 +321,9 @@ def share_cores(num_processes, ctx=None):
     machine at once (the workers of a multi-process job): every process
     imports ``d2lpar``, which gives ``cpu(0)`` every core, and k
     processes each running every core's OpenMP threads on the same cores
-    wait for each other at the end of every operator. Two workers with
-    two threads each on this 2-core machine took 600-1700 ms per step
-    instead of 23-25 ms with one thread each (measured side by side).
+    oversubscribe them: every operator's threads wait for each other at
+    its end, while the other processes' threads hold the cores, so the
+    steps get slower, not faster.
 
     Parameters
     ----------
@@ -384,8 +384,10 @@ def thread_budget(devices, per_device=None):
     Called by :func:`d2lpar.train_batch` (so by every trainer of the
     library) and cheap when nothing changes. GPU contexts are skipped.
     A worker is never raised above the fewest threads it has had in this
-    process (a crash otherwise, see the module docstring): such a device
-    keeps its count, with a warning once per device.
+    process: MXNet caches each oneDNN operator (a convolution, a
+    pooling) built for the thread count of that moment, and run later
+    with more threads it writes past its buffers (a crash). Such a
+    device keeps its count, with a warning once per device.
 
     Parameters
     ----------
@@ -393,8 +395,12 @@ def thread_budget(devices, per_device=None):
         The devices about to train together.
     per_device : int, optional
         Threads for each device instead of the default. A model that
-        calls ``np.dot`` (OpenBLAS) on several devices at once needs 1
-        (see the module docstring).
+        calls ``np.dot`` (OpenBLAS) on several devices at once needs 1:
+        the OpenMP build of OpenBLAS that MXNet's wheel ships shares its
+        thread buffers between concurrent threaded calls, and two
+        devices in threaded ``np.dot`` at once hang. LeNet's dense
+        layers use oneDNN's product (:func:`d2lpar.model.dense`), which
+        does not.
 
     Returns
     -------

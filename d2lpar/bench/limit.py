@@ -135,15 +135,23 @@ def matmul_rate(n=1024, repeats=7, ctx=None):
     """GFLOP/s of the faster of MXNet's matrix products here.
 
     The limit is what this machine's arithmetic can reach, so it takes
-    the faster kernel: timing only ``np.dot`` put the limit 2-5 times
+    the faster kernel: timing only ``np.dot`` put the limit several times
     too low on a processor where OpenBLAS ran without its fastest
     instructions (LeNet's oneDNN convolutions then ran faster than the
     "limit").
 
     Parameters
     ----------
-    n, repeats, ctx
-        As for :func:`matmul_rates`.
+    n : int, optional
+        Side of the square matrices (large enough for a product to reach
+        the cores' rate, small enough to time in a second).
+    repeats : int, optional
+        Timed products of each kind; the median is used.
+    ctx : mxnet.Context, optional
+        Where to run them; ``cpu(0)`` by default. Its worker must
+        already use the cores to count (see
+        :func:`d2lpar.bench.machine_limit` and
+        :func:`d2lpar.bench.rate_on_every_core`).
 
     Returns
     -------

@@ -95,7 +95,7 @@ def run_schedule(data, schedule):
     Raises
     ------
     TypeError, ValueError
-        See :func:`check_allreduce_input`.
+        See :func:`~d2lpar.collectives.check_allreduce_input`.
     """
     check_allreduce_input(data, 'run_schedule')
     # Legacy NDArray views share memory and accept copyto into a slice.
@@ -150,7 +150,7 @@ def sharded_allreduce(data):
     Raises
     ------
     TypeError, ValueError
-        See :func:`check_allreduce_input`.
+        See :func:`~d2lpar.collectives.check_allreduce_input`.
     """
     check_allreduce_input(data, 'sharded_allreduce')
     run_schedule(data, sharded_schedule(len(data)))
@@ -178,7 +178,7 @@ def ring_allreduce(data):
     Raises
     ------
     TypeError, ValueError
-        See :func:`check_allreduce_input`.
+        See :func:`~d2lpar.collectives.check_allreduce_input`.
     """
     check_allreduce_input(data, 'ring_allreduce')
     run_schedule(data, ring_schedule(len(data)))
@@ -207,7 +207,7 @@ def doubling_allreduce(data):
     Raises
     ------
     TypeError, ValueError
-        See :func:`check_allreduce_input`.
+        See :func:`~d2lpar.collectives.check_allreduce_input`.
     """
     check_allreduce_input(data, 'doubling_allreduce')
     run_schedule(data, doubling_schedule(len(data)))

@@ -53,7 +53,7 @@ def kvstore_allreduce(data, kind='device'):
     ValueError
         If ``kind`` is not ``'device'`` or ``'local'``.
     TypeError, ValueError
-        See :func:`d2lpar.collectives.check_allreduce_input`.
+        See :func:`~d2lpar.collectives.check_allreduce_input`.
     """
     check_allreduce_input(data, 'kvstore_allreduce')
     if kind not in ('device', 'local'):

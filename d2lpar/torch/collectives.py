@@ -72,7 +72,7 @@ def allreduce(data):
     Raises
     ------
     TypeError, ValueError
-        See :func:`check_allreduce_input`.
+        See :func:`~d2lpar.torch.collectives.check_allreduce_input`.
 
     Notes
     -----
@@ -225,7 +225,7 @@ def sharded_allreduce(data):
     Raises
     ------
     TypeError, ValueError
-        See :func:`check_allreduce_input`.
+        See :func:`~d2lpar.torch.collectives.check_allreduce_input`.
     """
     check_allreduce_input(data, 'sharded_allreduce')
     run_schedule(data, sharded_schedule(len(data)))
