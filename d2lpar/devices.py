@@ -32,7 +32,7 @@ def _wanted_kind():
 
 
 def devices(n=None):
-    """Return ``n`` distinct devices: GPUs if MXNet sees any, else CPUs.
+    """Return ``n`` distinct devices: GPUs if MXNet sees at least n, else CPUs.
 
     Taught in :doc:`/book/intro`.
 

@@ -28,7 +28,7 @@ ENGINES = {
     'horovod': 'ring all-reduce over gloo (start it with horovodrun)',
 }
 
-# The one table of the parameter server's modes (``--kvstore``).
+#: The one table of the parameter server's modes (``--kvstore``).
 KVSTORES = {
     'dist_sync': "the servers sum every worker's gradient, then each "
     'worker updates its copy (synchronous)',

@@ -278,12 +278,13 @@ import doctest, inspect, json, sys, d2lpar as dp
 names, plant = sys.argv[1:], json.loads(sys.stdin.read())
 finder, report = doctest.DocTestFinder(), {}
 for name in names:
-    obj = dp
+    obj = owner = dp
     for part in name.split('.')[1:]:
-        obj = getattr(obj, part)
+        owner, obj = obj, getattr(obj, part)
     if name in plant:
         obj.__doc__ = obj.__doc__.replace(*plant[name])
-    module = inspect.getmodule(obj)
+    # A value (the dict d2lpar.workers.KVSTORES) has no module: its owner's.
+    module = inspect.getmodule(obj) or owner
     count, failed = 0, []
     for test in finder.find(obj, name, module=module, globs=vars(module)):
         count += len(test.examples)

@@ -45,7 +45,8 @@ def allreduce_time(algorithm, k, nbytes, bandwidth, latency=0.0):
       ``2 k (alpha + N/B)``
     - sharded and ring: ``2 (k-1) (alpha + N/(k B))``
     - doubling: ``log2(k) (alpha + N/B)`` when ``k`` is a power of two,
-      two messages more otherwise (sends and receives overlap).
+      else ``(floor(log2 k) + 2) (alpha + N/B)``: a fold and an unfold
+      more (sends and receives overlap).
 
     Parameters
     ----------
@@ -82,8 +83,10 @@ def busiest_bytes(algorithm, k, nbytes):
 
     - naive: ``(k-1) N``, all on device 0;
     - sharded and ring: ``2 (k-1) N / k`` on every device;
-    - doubling: ``log2(k) N``, or ``(log2(k) + 1) N`` when ``k`` is no
-      power of two (the devices that fold in the others).
+    - doubling: ``log2(k) N`` when ``k`` is a power of two, else
+      ``(floor(log2 k) + 1) N``, so ``2 N`` for ``k = 3`` (a device
+      that folds in another receives one array more, and sends one more
+      back).
 
     Parameters
     ----------

@@ -23,8 +23,9 @@ Transfer.__doc__ = (
 
 
 def naive_schedule(k):
-    """The allreduce of :doc:`/book/allreduce`: reduce onto device 0, then
-    broadcast back.
+    """The naive allreduce: reduce onto device 0, then broadcast back.
+
+    Taught in :doc:`/book/allreduce`.
 
     Parameters
     ----------

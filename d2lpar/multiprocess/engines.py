@@ -36,16 +36,19 @@ class ParameterServer:
     Parameters
     ----------
     kind : str, optional
-        One of :data:`KVSTORES`: ``'dist_sync'`` (the servers sum on the
-        CPU), ``'dist_device_sync'`` or ``'dist_async'`` (the servers
-        update the weights; see :meth:`set_optimizer`).
+        One of :data:`~d2lpar.workers.KVSTORES`: ``'dist_sync'`` (the
+        servers sum every worker's gradient on the CPU; each worker
+        updates its copy), ``'dist_device_sync'`` (as ``'dist_sync'``,
+        summing on the workers' devices first) or ``'dist_async'`` (the
+        servers update the weights with each push as it arrives; see
+        :meth:`set_optimizer`).
 
     Raises
     ------
     EngineError
         If the process was not started as a ps-lite worker.
     ValueError
-        If ``kind`` is not a mode of :data:`KVSTORES`.
+        If ``kind`` is not a mode of :data:`~d2lpar.workers.KVSTORES`.
     """
 
     name = 'kvstore'
@@ -214,8 +217,9 @@ def make_engine(name, kvstore='dist_sync'):
     name : str
         ``'kvstore'`` or ``'horovod'``.
     kvstore : str, optional
-        The kvstore mode (one of :data:`KVSTORES`) for the ``'kvstore'``
-        engine; Horovod takes only ``'dist_sync'``, what it does.
+        The kvstore mode (one of :data:`~d2lpar.workers.KVSTORES`) for
+        the ``'kvstore'`` engine; Horovod takes only ``'dist_sync'``,
+        what it does.
 
     Raises
     ------

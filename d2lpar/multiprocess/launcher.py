@@ -249,7 +249,7 @@ def launch(
     port=None,
     hosts=None,
 ):
-    """Run ``command`` as ``workers`` ps-lite workers; return exit status.
+    """Start a ps-lite job that runs ``command`` in every worker process.
 
     Taught in :doc:`/book/multiprocess`.
 
@@ -258,9 +258,12 @@ def launch(
     command : list of str
         The worker command; it reads ``D2LPAR_KVSTORE`` for the kvstore.
         A Python command runs under :mod:`d2lpar.multiprocess.guard`.
-    workers, servers : int, optional
+    workers : int, optional
+        Worker processes, each running ``command``.
+    servers : int, optional
+        Parameter server processes.
     kvstore : str, optional
-        A mode of :data:`d2lpar.multiprocess.KVSTORES`.
+        A mode of :data:`~d2lpar.workers.KVSTORES`.
     timeout : float, optional
         Seconds before everything is stopped (status 124).
     port : int, optional

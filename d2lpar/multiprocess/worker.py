@@ -232,10 +232,19 @@ def run_worker(
     batch_size : int
         Examples per worker per step (the global batch is
         ``batch_size * num_workers``).
-    lr, seed, init_scale : float, int, float
+    lr : float
+        Learning rate.
+    seed : int
+        Seed of the initial parameters and of the data order.
+    init_scale : float
+        Standard deviation of the initial weights.
     data_dir : str, optional
         Folder with the Fashion-MNIST files.
-    num_train, num_test : int, optional
+    num_train : int, optional
+        Keep only the first ``num_train`` training examples (quick runs,
+        tests); by default all of them.
+    num_test : int, optional
+        Keep only the first ``num_test`` test examples.
     save_to : str, optional
         Rank 0 writes a checkpoint here after every epoch (atomically).
     resume : bool, optional
@@ -254,7 +263,7 @@ def run_worker(
         cannot be read) and, on ``dist_async``, stale steps here as JSON.
     kvstore : str, optional
         The parameter server's mode (see :func:`kvstore_mode`), one of
-        :data:`d2lpar.multiprocess.KVSTORES`.
+        :data:`~d2lpar.workers.KVSTORES`.
 
     Returns
     -------
