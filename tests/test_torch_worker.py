@@ -36,14 +36,15 @@ def run_job(worker_args, workers=2, timeout=240):
     )  # fmt: skip
 
 
-def test_the_backend_is_nccl_for_a_gpu_and_gloo_for_a_cpu():
+def test_the_backend_is_nccl_for_gpus_and_gloo_otherwise():
     """Every group (the launched worker's and spawn's) takes its backend
-    from the worker's device: NCCL for CUDA tensors, Gloo for CPU ones
-    (NCCL cannot sum CPU tensors)."""
-    assert pick_backend(torch.device('cuda', 1)) == 'nccl'
-    assert pick_backend('cuda') == 'nccl'
-    assert pick_backend(torch.device('cpu')) == 'gloo'
-    assert pick_backend('cpu') == 'gloo'
+    from the workers' devices: NCCL when all are GPUs, Gloo when any is
+    a CPU (NCCL cannot sum CPU tensors; Gloo sums both)."""
+    gpus = [torch.device('cuda', 0), torch.device('cuda', 1)]
+    assert pick_backend(gpus) == 'nccl'
+    assert pick_backend(['cuda']) == 'nccl'
+    assert pick_backend([torch.device('cpu')] * 2) == 'gloo'
+    assert pick_backend([gpus[0], torch.device('cpu')]) == 'gloo'
 
 
 def test_shards_cover_each_minibatch_and_know_its_size():

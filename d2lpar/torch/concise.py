@@ -64,14 +64,14 @@ def train_batch(X, y, net, optimizer, loss=cross_entropy):
 def run_rank(rank, fn, world, store, out, args):
     """One process of :func:`spawn`: take this process's share of the
     cores, join the group of ``world`` processes (they meet through the
-    file ``store``; NCCL where this process has a GPU, else Gloo, as
+    file ``store``; NCCL where every process has a GPU, else Gloo, as
     :func:`d2lpar.torch.worker.pick_backend` says), run ``fn(*args)``;
     rank 0 writes the result to the file ``out``."""
     share_cores(world)
+    backend = pick_backend([pick_device(r) for r in range(world)])
     dist.init_process_group(
-        pick_backend(pick_device(rank)), init_method=f'file://{store}',
-        rank=rank, world_size=world,
-    )  # fmt: skip
+        backend, init_method=f'file://{store}', rank=rank, world_size=world
+    )
     # Every process has its connections before any runs fn: else one
     # that fails at once can close them while another still connects,
     # and that one's connection error hides fn's.
@@ -103,7 +103,7 @@ def spawn(fn, workers, *args):
     Each process gets its share of the cores
     (:func:`d2lpar.torch.worker.share_cores`) and joins the group
     (``torch.distributed`` is initialised, ``dist.get_rank()`` tells it
-    which it is; on a GPU per process the group is NCCL's, so ``fn``
+    which it is; with a GPU per process the group is NCCL's, so ``fn``
     places its tensors on :func:`d2lpar.torch.worker.pick_device`'s
     device) before it calls ``fn``. ``fn`` must be importable (a
     module's function, not a notebook's): the processes are not forks of

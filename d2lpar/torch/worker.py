@@ -87,11 +87,13 @@ def pick_device(rank):
     return torch.device('cpu')
 
 
-def pick_backend(device):
-    """The process group's backend for a worker on ``device``: NCCL,
-    which sums GPU tensors on the GPUs, for a CUDA device; else Gloo,
-    which sums CPU tensors (NCCL cannot)."""
-    return 'nccl' if torch.device(device).type == 'cuda' else 'gloo'
+def pick_backend(devices):
+    """The process group's backend for workers on ``devices`` (one per
+    process): NCCL, which sums GPU tensors on the GPUs, when every one
+    is a CUDA device; else Gloo, which sums CPU tensors (NCCL cannot)
+    and CUDA ones too. Every process of a group must pick the same."""
+    cuda = [torch.device(d).type == 'cuda' for d in devices]
+    return 'nccl' if cuda and all(cuda) else 'gloo'
 
 
 def start_state(rank, num_workers, seed, init_scale, save_to, resume, device):
@@ -238,7 +240,7 @@ def run_worker(
             '(or torchrun)'
         )
     device = pick_device(int(os.environ['RANK']))
-    dist.init_process_group(pick_backend(device))
+    dist.init_process_group(pick_backend([device]))
     try:
         rank, world = dist.get_rank(), dist.get_world_size()
         threads = share_cores(world)
