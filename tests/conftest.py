@@ -273,3 +273,32 @@ def run_notebook(venv, notebook, env, timeout=1200):
     )
     print(f'{notebook.stem}: {time.monotonic() - start:.0f} s')
     assert done.returncode == 0, done.stderr[-4000:]
+
+
+# Put on PYTHONPATH as sitecustomize.py: every Python started with it
+# (a command, the kernels or submissions it starts) finds no PyTorch, as
+# where PyTorch is not installed.
+HIDE_TORCH = """
+import importlib.abc
+import sys
+
+
+class NoTorch(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] == 'torch':
+            raise ModuleNotFoundError(f'No module named {name!r}', name=name)
+
+
+sys.meta_path.insert(0, NoTorch())
+"""
+
+
+def pythonpath_without_torch(tmp_path):
+    """A PYTHONPATH (the current one after it) whose sitecustomize hides
+    PyTorch from every Python started with it."""
+    hide = tmp_path / 'hide'
+    hide.mkdir()
+    (hide / 'sitecustomize.py').write_text(HIDE_TORCH)
+    return os.pathsep.join(
+        p for p in (str(hide), os.environ.get('PYTHONPATH')) if p
+    )

@@ -10,7 +10,7 @@ import sys
 import time
 
 import pytest
-from conftest import tree_allreduce
+from conftest import pythonpath_without_torch, tree_allreduce
 
 from d2lpar.cli import main
 from d2lpar.grading.grade import grade, to_csv
@@ -218,23 +218,6 @@ def test_timeout_and_jobs_must_be_positive(tmp_path, capsys):
     assert '--jobs must be positive, got 0' in capsys.readouterr().err
 
 
-# Put on PYTHONPATH as sitecustomize.py: every Python started with it
-# (the grader and the process of each submission) finds no PyTorch, as
-# where it is not installed.
-HIDE_TORCH = """
-import importlib.abc
-import sys
-
-
-class NoTorch(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name.split('.')[0] == 'torch':
-            raise ModuleNotFoundError(f'No module named {name!r}', name=name)
-
-
-sys.meta_path.insert(0, NoTorch())
-"""
-
 TORCH_SPLIT = """
 import torch
 
@@ -249,16 +232,11 @@ def test_a_framework_not_installed_is_named_not_run(tmp_path):
     is graded: the MXNet file passes, the PyTorch one is not run (no
     crash) and its row says not-graded, which framework is missing and
     what to install; the command exits 1 (not every file passed)."""
-    hide = tmp_path / 'hide'
-    hide.mkdir()
-    (hide / 'sitecustomize.py').write_text(HIDE_TORCH)
     folder = tmp_path / 'class'
     folder.mkdir()
     _write(folder, 'ada.py', GOOD)
     _write(folder, 'ben.py', TORCH_SPLIT)
-    path = os.pathsep.join(
-        p for p in (str(hide), os.environ.get('PYTHONPATH')) if p
-    )
+    path = pythonpath_without_torch(tmp_path)
     run = subprocess.run(
         [sys.executable, '-m', 'd2lpar', 'check', str(folder), '--csv'],
         capture_output=True,

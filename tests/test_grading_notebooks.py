@@ -12,6 +12,7 @@ import sys
 import jupytext
 import nbformat
 import pytest
+from conftest import pythonpath_without_torch
 
 from d2lpar.grading.detect import framework_of, source_of
 from d2lpar.grading.notebooks import (
@@ -261,22 +262,6 @@ def test_every_notebook_says_how_to_install_and_runs_no_pip(tmp_path):
     assert install_cell('pytorch').source != install_cell('mxnet').source
 
 
-# Put on PYTHONPATH as sitecustomize.py: every Python started with it
-# (the command, the kernels it starts) finds no PyTorch.
-HIDE_TORCH = """
-import importlib.abc
-import sys
-
-
-class NoTorch(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name.split('.')[0] == 'torch':
-            raise ModuleNotFoundError(f'No module named {name!r}', name=name)
-
-
-sys.meta_path.insert(0, NoTorch())
-"""
-
 # A two-framework assignment: each framework's cell only runs with it.
 TINY = """---
 jupytext:
@@ -309,15 +294,10 @@ def test_execute_runs_only_the_frameworks_installed(tmp_path):
     """Without PyTorch, --execute runs the MXNet teacher notebook and
     writes the PyTorch one unexecuted, its line saying so, why and what
     to install, instead of stopping at its `import torch`."""
-    hide = tmp_path / 'hide'
-    hide.mkdir()
-    (hide / 'sitecustomize.py').write_text(HIDE_TORCH)
     source = tmp_path / 'homework'
     source.mkdir()
     (source / '00-tiny.md').write_text(TINY)
-    path = os.pathsep.join(
-        p for p in (str(hide), os.environ.get('PYTHONPATH')) if p
-    )
+    path = pythonpath_without_torch(tmp_path)
     run = subprocess.run(
         [sys.executable, '-m', 'd2lpar.grading.notebooks', str(source)]
         + [str(tmp_path / 'handout'), '--teacher', str(tmp_path / 'key')]
