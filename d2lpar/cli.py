@@ -474,6 +474,7 @@ def _bench_train(args):
         rounds=args.rounds,
         progress=lambda line: print(line, flush=True),
         torch=True,  # PyTorch's rows beside MXNet's (issue 29)
+        after=True,  # one device again, last: what the fixed order does
     )
     print(bt.format_training(result))
     if args.profile:

@@ -21,6 +21,10 @@ def _result(one, two, four=None, quick=False):
     return dict(rows=rows, quick=quick)
 
 
+def _after(rounds):
+    return dict(path='d2lpar', devices=1, rounds=rounds, limit_ms=10.0)
+
+
 def test_speedups_pair_each_round():
     """Round i's speed-up is one device's time over two devices' time in
     the same round, never across rounds, and for the path asked for."""
@@ -46,7 +50,8 @@ def test_two_devices_measures_once_then_reads(tmp_path, monkeypatch):
     is not reused."""
     calls = []
 
-    def fake(device_counts, progress=None, **design):
+    def fake(device_counts, progress=None, after=False, **design):
+        assert after  # every round ends with one device again
         calls.append(design)
         n = design['rounds']
         return dict(_result([100.0] * n, [80.0] * n), steps=design['steps'])
@@ -98,21 +103,27 @@ def test_a_disturbed_round_is_measured_again(tmp_path, monkeypatch):
     measurement is kept as it is."""
     calls = []
 
-    def fake(device_counts, progress=None, steps=None, rounds=None):
-        calls.append(rounds)
+    def fake(device_counts, progress=None, steps=None, rounds=None,
+             after=False):
+        calls.append((rounds, after))
         if len(calls) == 1:  # round 1's one-device step was disturbed
-            return dict(_result([100.0, 1000.0], [80.0, 90.0]), steps=steps)
-        return dict(_result([110.0], [85.0]), steps=steps)
+            return dict(_result([100.0, 1000.0], [80.0, 90.0]), steps=steps,
+                        after=_after([120.0, 990.0]))  # fmt: skip
+        return dict(_result([110.0], [85.0]), steps=steps,
+                    after=_after([115.0]))  # fmt: skip
 
     monkeypatch.setattr(speedup, 'compare_training', fake)
     monkeypatch.setattr(
         speedup, 'design', lambda quick: dict(steps=4, rounds=2)
     )
     first = speedup.two_devices(str(tmp_path / 'a.json'))
-    assert calls == [2, 1] and first['rerun'] == 1
+    assert calls == [(2, True), (1, True)] and first['rerun'] == 1
     rounds = {(r['path'], r['devices']): r['rounds'] for r in first['rows']}
     assert rounds['d2lpar', 1] == [100.0, 110.0]
     assert rounds['d2lpar', 2] == [80.0, 85.0]  # the pair stays paired
+    # and so does the one device measured last in the same round
+    assert first['after']['rounds'] == [120.0, 115.0]
+    assert first['after']['ms_per_step'] == pytest.approx(117.5)
     assert speedup.disturbed_rounds(first) == []
     quiet = _result([100.0, 120.0], [80.0, 90.0])
     assert speedup.disturbed_rounds(quiet) == []
@@ -124,7 +135,8 @@ def test_a_rerun_rounds_rate_runs_join_the_limit(tmp_path, monkeypatch):
     ratio follow it."""
     calls = []
 
-    def fake(device_counts, progress=None, steps=None, rounds=None):
+    def fake(device_counts, progress=None, steps=None, rounds=None,
+             after=False):
         calls.append(rounds)
         if len(calls) == 1:
             result = _result([100.0, 1000.0], [80.0, 90.0])
@@ -165,7 +177,8 @@ def test_a_round_still_disturbed_is_left_out_of_the_answer(
     (listed in ``left_out``) but not in the speed-ups the pages state;
     a result whose every round is disturbed keeps them all."""
 
-    def fake(device_counts, progress=None, steps=None, rounds=None):
+    def fake(device_counts, progress=None, steps=None, rounds=None,
+             after=False):
         if rounds == 3:  # round 2's one-device step was disturbed
             one, two = [100.0, 110.0, 1000.0], [80.0, 85.0, 90.0]
         else:  # and so is every re-run of it

@@ -128,10 +128,12 @@ def test_compare_training_alternates_paths_and_device_counts(monkeypatch):
             calls.append('limit')
             return [[100.0, 160.0, 120.0]]
         assert fn is bt._round and len(arg_list) == 1
-        path, counts, _, _ = arg_list[0]
+        path, counts, _, _, after = arg_list[0]
+        assert not after  # compare_training's default
         calls.append((path, counts))
         rate = 170.0 if len(calls) == 4 else 90.0  # one round ran faster
-        return [([0.1 if path == 'd2lpar' else 0.2 for _ in counts], rate)]
+        secs = [0.1 if path == 'd2lpar' else 0.2 for _ in counts]
+        return [(secs, rate, None)]
 
     monkeypatch.setattr(bt, 'in_fresh_process_each', child)
     result = bt.compare_training((1, 2, 4), steps=1, rounds=3)
@@ -152,6 +154,81 @@ def test_compare_training_alternates_paths_and_device_counts(monkeypatch):
     assert ms['d2lpar', 4] == [100.0] * 3 and ms['d2l', 2] == [200.0] * 3
 
 
+def test_after_measures_one_device_last_on_the_library_path(monkeypatch):
+    """With ``after``, each round's d2lpar process (never d2l's) trains
+    one device once more after every device count; those times form
+    their own row, printed in the table, and the rows are unchanged."""
+    calls, lines = [], []
+
+    def child(env, fn, arg_list, timeout):
+        if fn is bt._rates:
+            return [[150.0]]
+        path, counts, _, steps, after = arg_list[0]
+        calls.append((path, after))
+        secs = [0.1 if path == 'd2lpar' else 0.2 for _ in counts]
+        later = 0.3 + 0.1 * len(calls) if after else None
+        return [(secs, 150.0, later)]
+
+    monkeypatch.setattr(bt, 'in_fresh_process_each', child)
+    result = bt.compare_training(
+        (1, 2), steps=2, rounds=2, after=True, progress=lines.append
+    )
+    assert calls == [('d2l', False), ('d2lpar', True),
+                     ('d2lpar', True), ('d2l', False)]  # fmt: skip
+    after = result['after']
+    # 0.5 s and 0.6 s per pass of 2 steps (calls 2 and 3)
+    assert after['rounds'] == pytest.approx([250.0, 300.0])
+    assert after['ms_per_step'] == pytest.approx(275.0)
+    assert after['ratio'] == pytest.approx(275.0 / after['limit_ms'])
+    assert {(r['path'], r['devices']) for r in result['rows']} == {
+        ('d2l', 1), ('d2l', 2), ('d2lpar', 1), ('d2lpar', 2)
+    }
+    assert 'round 1/2: d2lpar on 1 device again, after the others: 250.0' in (
+        '\n'.join(lines)
+    )
+    table = bt.format_training(result)
+    assert '   d2lpar  1 again     275.0' in table, table
+    assert '250.0 300.0' in table
+    assert 'after' not in bt.compare_training((1, 2), steps=2, rounds=1)
+
+
+def test_a_round_measures_one_device_again_last(monkeypatch):
+    """_round picks the device for the last measurement before anything
+    trains, measures every count in order, then one device on it."""
+    import mxnet as mx
+
+    done = []
+    monkeypatch.setattr(
+        bt, '_after_device', lambda counts: done.append('pick') or mx.cpu(9)
+    )
+
+    def seconds(path, k, batch_size, steps, devices=None):
+        done.append((k, devices))
+        return 0.1 * len(done)
+
+    monkeypatch.setattr(bt, '_epoch_seconds', seconds)
+    monkeypatch.setattr(bt, 'rate_on_every_core', lambda: 99.0)
+    got = bt._round('d2lpar', [1, 4, 2], 8, 2, True)
+    assert done == ['pick', (1, None), (4, None), (2, None), (1, [mx.cpu(9)])]
+    assert got == (pytest.approx([0.2, 0.3, 0.4]), 99.0, pytest.approx(0.5))
+    done.clear()
+    assert bt._round('d2lpar', [1, 2], 8, 2)[2] is None
+    assert done == [(1, None), (2, None)]
+
+
+def test_the_device_measured_last_is_unused_and_has_every_core():
+    """On CPU contexts: one no count used (cpu(max)), whose worker got
+    every core (not MXNet's default, which a device keeps)."""
+    import mxnet as mx
+
+    from d2lpar import threads
+
+    ctx = bt._after_device([1, 11])
+    assert ctx == mx.cpu(11)
+    if threads._openmp() is not None:
+        assert threads.worker_threads(ctx) == threads.total_threads()
+
+
 def _fake_mxnet(calls):
     """An in_fresh_process_each that records MXNet's rounds: 0.1 s per
     pass for d2lpar, 0.2 s for d2l, 150 GFLOP/s."""
@@ -159,9 +236,11 @@ def _fake_mxnet(calls):
     def child(env, fn, arg_list, timeout):
         if fn is bt._rates:
             return [[150.0]]
-        path, counts, _, _ = arg_list[0]
+        path, counts, _, steps, after = arg_list[0]
         calls.append((path, tuple(counts)))
-        return [([0.1 if path == 'd2lpar' else 0.2 for _ in counts], 150.0)]
+        secs = [0.1 if path == 'd2lpar' else 0.2 for _ in counts]
+        # the one device measured last: 0.3 s per pass
+        return [(secs, 150.0, 0.3 if after else None)]
 
     return child
 

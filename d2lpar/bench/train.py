@@ -111,10 +111,12 @@ def d2l_train_batch(X, y, device_params, devices, lr):
         d2l.sgd(params, lr, X.shape[0])
 
 
-def _epoch_seconds(path, num_devices, batch_size, steps):
+def _epoch_seconds(path, num_devices, batch_size, steps, devices=None):
     """Seconds of a second pass over ``steps`` batches on ``path``.
 
     The first pass warms up (memory, operator set-up, loader start).
+    ``devices`` replaces the first ``num_devices`` devices (one device
+    measured again on a context not used before, :func:`_round`).
     """
     from mxnet import npx
 
@@ -123,7 +125,8 @@ def _epoch_seconds(path, num_devices, batch_size, steps):
     from ..parameters import get_params
     from ..training import train
 
-    devices = make_devices(num_devices)
+    if devices is None:
+        devices = make_devices(num_devices)
     if path == 'd2lpar':
         data = _data(batch_size, steps, 0)
         result = train(
@@ -159,13 +162,47 @@ def _epoch_seconds(path, num_devices, batch_size, steps):
     return seconds
 
 
-def _round(path, counts, batch_size, steps):
+def _after_device(counts):
+    """The device on which one device trains again after ``counts``.
+
+    On GPUs, the first GPU again: a GPU keeps no thread setting from the
+    devices it trained beside. On CPU contexts, one that none of
+    ``counts`` used (``cpu(max(counts))``), given every core before
+    anything runs on it (:func:`d2lpar.threads.claim_every_core`): the
+    first device keeps the share of the cores it had beside the others
+    (:func:`round_order`), so it cannot be measured again alone.
+    """
+    import mxnet as mx
+
+    from ..devices import devices as make_devices
+    from ..threads import claim_every_core
+
+    first = make_devices(1)[0]
+    if first.device_type != 'cpu':
+        return first
+    ctx = mx.cpu(max(counts))
+    claim_every_core(ctx)
+    return ctx
+
+
+def _round(path, counts, batch_size, steps, after=False):
     """In a fresh process: one round of ``path`` on each device count in
     ``counts`` (seconds of each timed pass), then one run of the matrix
     product's rate on every core (GFLOP/s), a sample of the machine's
-    speed at that moment for the limit."""
+    speed at that moment for the limit.
+
+    With ``after``, one device trains once more after all of ``counts``
+    (on :func:`_after_device`, chosen before anything runs), so that the
+    benchmark measures what its fixed order (one device always first)
+    does: returns ``(seconds, rate, seconds after)``, else
+    ``(seconds, rate, None)``.
+    """
+    again = _after_device(counts) if after else None
     seconds = [_epoch_seconds(path, k, batch_size, steps) for k in counts]
-    return seconds, rate_on_every_core()
+    later = None
+    if after:
+        later = _epoch_seconds(path, 1, batch_size, steps, devices=[again])
+    return seconds, rate_on_every_core(), later
 
 
 def compare_training(
@@ -178,6 +215,7 @@ def compare_training(
     progress=None,
     limit_runs=3,
     torch=False,
+    after=False,
 ):
     """Time each path on each device count, interleaved, in fresh processes.
 
@@ -207,6 +245,12 @@ def compare_training(
         those whose device count is in ``device_counts``) in every
         round, each in fresh processes, in the same alternating order;
         skipped with a printed reason where PyTorch is not installed.
+    after : bool, optional
+        In every round, after all device counts, train ``d2lpar`` on one
+        device once more, on a device that did not train before in that
+        process (:func:`_after_device`): one device is always measured
+        first (:func:`round_order`), and this measures what that order
+        does.
 
     Returns
     -------
@@ -219,7 +263,10 @@ def compare_training(
         ``torch``: PyTorch's rows too, ``torch_threads`` (per (path,
         devices): PyTorch's threads per process), ``torch_skipped`` (why
         they are missing, or None) and ``ratios``
-        (:func:`d2lpar.bench.torch_train.ratios`).
+        (:func:`d2lpar.bench.torch_train.ratios`); with ``after``:
+        ``after``, a row like ``rows``' (``path`` ``'d2lpar'``,
+        ``devices`` 1, ``rounds``, ``ms_per_step``) of the one device
+        measured last in each round.
     """
     from ..threads import available_cores
 
@@ -239,6 +286,7 @@ def compare_training(
     (rates,) = in_fresh_process_each({}, _rates, [(limit_runs,)], timeout)
     rates = list(rates)
     times = {(p, k): [] for p in paths for k in device_counts}
+    later = []  # with after: d2lpar's one device, last in each round
     defaults = {'d2l': {'MXNET_CPU_TEMP_COPY': '4'}, 'd2lpar': {}}
     torch_rows, skipped, threads = [], None, {}
     if torch:
@@ -282,10 +330,11 @@ def compare_training(
             # One process per path and round, not per setting: the path's
             # start-up settings (the scratch pool) are the same for all
             # device counts, and the thread budget is set per call.
-            ((seconds, rate),) = in_fresh_process_each(
+            again = after and path == 'd2lpar'
+            ((seconds, rate, last),) = in_fresh_process_each(
                 defaults[path],
                 _round,
-                [(path, counts, batch_size, steps)],
+                [(path, counts, batch_size, steps, again)],
                 timeout,
             )
             rates.append(rate)
@@ -296,6 +345,13 @@ def compare_training(
                         f'round {r + 1}/{rounds}: {path} on {k} '
                         f'device{"s" if k > 1 else ""}: '
                         f'{times[path, k][-1]:.1f} ms/step'
+                    )
+            if again:
+                later.append(1000 * last / steps)
+                if progress:
+                    progress(
+                        f'round {r + 1}/{rounds}: {path} on 1 device again, '
+                        f'after the others: {later[-1]:.1f} ms/step'
                     )
     gflops = max(rates)
     limit_ms = 1000 * flops / (gflops * 1e9)
@@ -309,6 +365,11 @@ def compare_training(
                  limit_ms=limit_ms, ratio=ms / limit_ms)
         )  # fmt: skip
     extra = {}
+    if later:
+        ms = statistics.median(later)
+        extra['after'] = dict(path='d2lpar', devices=1, rounds=later,
+                              ms_per_step=ms, limit_ms=limit_ms,
+                              ratio=ms / limit_ms)  # fmt: skip
     if torch:
         extra = dict(
             torch_skipped=skipped,
@@ -383,6 +444,17 @@ def format_training(result):
         lines.append(
             f'{r["path"]:>9} {r["devices"]:>8} {r["ms_per_step"]:>9.1f} '
             f'{r["ratio"]:>7.2f}x {d2l / r["ms_per_step"]:>6.2f}x  {each}'
+        )
+    if result.get('after'):
+        a = result['after']
+        each = ' '.join(f'{ms:.1f}' for ms in a['rounds'])
+        lines.append(
+            f'{a["path"]:>9} {"1 again":>8} {a["ms_per_step"]:>9.1f} '
+            f'{a["ratio"]:>7.2f}x {"":>7}  {each}'
+        )
+        lines.append(
+            '1 again: one device once more after the other counts, in the '
+            'same process, on a device that had not trained there'
         )
     lines.append(
         "x limit: ms/step over the limit above; vs d2l: d2l's ms/step "
