@@ -103,8 +103,9 @@ def test_a_disturbed_round_is_measured_again(tmp_path, monkeypatch):
     measurement is kept as it is."""
     calls = []
 
-    def fake(device_counts, progress=None, steps=None, rounds=None,
-             after=False):
+    def fake(
+        device_counts, progress=None, steps=None, rounds=None, after=False
+    ):
         calls.append((rounds, after))
         if len(calls) == 1:  # round 1's one-device step was disturbed
             return dict(_result([100.0, 1000.0], [80.0, 90.0]), steps=steps,
@@ -135,8 +136,9 @@ def test_a_rerun_rounds_rate_runs_join_the_limit(tmp_path, monkeypatch):
     ratio follow it."""
     calls = []
 
-    def fake(device_counts, progress=None, steps=None, rounds=None,
-             after=False):
+    def fake(
+        device_counts, progress=None, steps=None, rounds=None, after=False
+    ):
         calls.append(rounds)
         if len(calls) == 1:
             result = _result([100.0, 1000.0], [80.0, 90.0])
@@ -177,8 +179,9 @@ def test_a_round_still_disturbed_is_left_out_of_the_answer(
     (listed in ``left_out``) but not in the speed-ups the pages state;
     a result whose every round is disturbed keeps them all."""
 
-    def fake(device_counts, progress=None, steps=None, rounds=None,
-             after=False):
+    def fake(
+        device_counts, progress=None, steps=None, rounds=None, after=False
+    ):
         if rounds == 3:  # round 2's one-device step was disturbed
             one, two = [100.0, 110.0, 1000.0], [80.0, 85.0, 90.0]
         else:  # and so is every re-run of it

@@ -181,7 +181,10 @@ def test_after_measures_one_device_last_on_the_library_path(monkeypatch):
     assert after['ms_per_step'] == pytest.approx(275.0)
     assert after['ratio'] == pytest.approx(275.0 / after['limit_ms'])
     assert {(r['path'], r['devices']) for r in result['rows']} == {
-        ('d2l', 1), ('d2l', 2), ('d2lpar', 1), ('d2lpar', 2)
+        ('d2l', 1),
+        ('d2l', 2),
+        ('d2lpar', 1),
+        ('d2lpar', 2),
     }
     assert 'round 1/2: d2lpar on 1 device again, after the others: 250.0' in (
         '\n'.join(lines)
