@@ -97,6 +97,34 @@ def test_the_file_lives_in_the_books_build_folder(tmp_path, monkeypatch):
     assert speedup._build_dir() is None
 
 
+def test_a_quick_run_keeps_the_full_measurement(tmp_path, monkeypatch):
+    """In the book, a quick run (one page run with --quick) writes its own
+    file: the full build's measurement is read again afterwards, not
+    replaced and measured anew."""
+    (tmp_path / '_config.yml').write_text('')
+    (tmp_path / '_toc.yml').write_text('')
+    monkeypatch.chdir(tmp_path)
+    calls = []
+
+    def fake(device_counts, progress=None, after=False, **design):
+        calls.append(design['steps'])
+        n = design['rounds']
+        return dict(_result([100.0] * n, [80.0] * n), steps=design['steps'])
+
+    monkeypatch.setattr(speedup, 'compare_training', fake)
+    monkeypatch.delenv('D2LPAR_QUICK', raising=False)
+    assert not speedup.two_devices()['reused']
+    monkeypatch.setenv('D2LPAR_QUICK', '1')
+    assert not speedup.two_devices()['reused']
+    monkeypatch.delenv('D2LPAR_QUICK')
+    assert speedup.two_devices()['reused']  # the full one, still there
+    assert len(calls) == 2
+    files = sorted(
+        p.name for p in (tmp_path / '_build' / 'measurements').iterdir()
+    )
+    assert files == ['two-devices-quick.json', 'two-devices.json']
+
+
 def test_a_disturbed_round_is_measured_again(tmp_path, monkeypatch):
     """A round in which a setting took over twice its fastest round is
     replaced, for every setting at once, by a fresh round; an undisturbed

@@ -24,6 +24,9 @@ from .timing import ratio_text
 from .train import compare_training
 
 FILE = os.path.join('measurements', 'two-devices.json')
+# A quick run's (scripts/run_page.py --quick) is kept apart, so that a
+# quick run of one page does not replace a full build's measurement.
+QUICK_FILE = os.path.join('measurements', 'two-devices-quick.json')
 # The way the file's numbers were measured: a file written another way (an
 # older version of this module) is measured anew, never reused. 2: the
 # limit's rate is the best of runs before and during the rounds, and a
@@ -66,9 +69,9 @@ def two_devices(path=None, progress=None):
     Parameters
     ----------
     path : str, optional
-        The JSON file to read or write; default :data:`FILE` under the
-        book's ``_build`` folder (none outside the book: measured each
-        call).
+        The JSON file to read or write; default :data:`FILE` (a quick
+        build's: :data:`QUICK_FILE`) under the book's ``_build`` folder
+        (none outside the book: measured each call).
     progress : callable, optional
         Passed to :func:`d2lpar.bench.compare_training`.
 
@@ -82,7 +85,8 @@ def two_devices(path=None, progress=None):
     quick = book_settings().quick
     if path is None:
         build = _build_dir()
-        path = os.path.join(build, FILE) if build else None
+        name = QUICK_FILE if quick else FILE
+        path = os.path.join(build, name) if build else None
     if path and os.path.exists(path):
         with open(path) as f:
             result = json.load(f)
