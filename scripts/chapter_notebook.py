@@ -281,7 +281,10 @@ def solution_cell(match, exercise, glued):
     )
     if exercise and title.startswith('Solution') and title != 'Solutions':
         title = title.replace('Solution', f'Solution to exercise {exercise}')
-    source = plain_markdown(f'**{title}**\n\n{body.strip()}', glued)
+    # One admonition of all the solutions: the "## Solutions" heading
+    # above it already says what it is.
+    head = '' if title == 'Solutions' else f'**{title}**\n\n'
+    source = plain_markdown(f'{head}{body.strip()}', glued)
     return nbformat.v4.new_markdown_cell(source)
 
 
