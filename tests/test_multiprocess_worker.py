@@ -61,12 +61,12 @@ def test_rank0s_epoch_end_checkpoints_the_mxnet_parameters(tmp_path):
     assert epoch == 1
     for g, p in zip(got, params):
         assert (g == p).all()
-    assert 'stale_steps' not in epochs.stats['epochs'][0]
+    assert 'interleaved_steps' not in epochs.stats['epochs'][0]
 
 
-def test_an_async_epoch_records_its_stale_steps_and_bytes(capsys):
-    """On dist_async the epoch's record and line add the stale steps
-    (then counted afresh), the wait at the barrier and the loopback's
+def test_an_async_epoch_records_its_interleaved_steps_and_bytes(capsys):
+    """On dist_async the epoch's record and line add the steps
+    interleaved with another worker's update (then counted afresh), the wait at the barrier and the loopback's
     bytes (None where it cannot be read)."""
     from types import SimpleNamespace
 
@@ -79,16 +79,16 @@ def test_an_async_epoch_records_its_stale_steps_and_bytes(capsys):
     epochs = WorkerEpochs(
         engine, dp.init_lenet_params(0, 0.1), 0.1, None, None, None
     )
-    epochs.steps, epochs.stale, epochs.waited = 5, 2.0, 0.25
+    epochs.steps, epochs.interleaved, epochs.waited = 5, 2.0, 0.25
     result = SimpleNamespace(
         epochs_done=3, epoch_seconds=[0.5], test_acc=[0.5], train_loss=[1.0]
     )
     epochs.end_epoch(result)
     record = epochs.stats['epochs'][0]
-    assert record['stale_steps'] == 2 and record['wait_seconds'] == 0.25
+    assert record['interleaved_steps'] == 2 and record['wait_seconds'] == 0.25
     assert 'loopback_bytes' in record
     assert epochs.stats['asynchronous'] is True
     line = capsys.readouterr().out
     assert 'rank 1/2 epoch 3: test acc 0.500' in line
-    assert '2/5 steps stale' in line
-    assert epochs.stale == 0 and epochs.steps == 0
+    assert '2/5 steps interleaved' in line
+    assert epochs.interleaved == 0 and epochs.steps == 0

@@ -113,7 +113,7 @@ def test_two_workers_split_the_machines_cores(tmp_path, monkeypatch):
 def test_one_async_worker_equals_one_sync_worker(tmp_path):
     """With one worker nothing can be stale: dist_async (the server
     steps) ends with dist_sync's parameters (the worker steps) to float32
-    rounding (rtol 1e-5), and counts no stale step. The last minibatch
+    rounding (rtol 1e-5), and counts no interleaved step. The last minibatch
     is short, so the servers' divisor is corrected too."""
     root = tmp_path / 'data'
     write_banded(root, n_train=72, n_test=16)
@@ -124,7 +124,7 @@ def test_one_async_worker_equals_one_sync_worker(tmp_path):
         _, stats = job(tmp_path, args + ['--save-to', ckpt], 1, kv, name=kv)
         params[kv], _ = load_checkpoint(ckpt)
         assert [e['steps'] for e in stats['epochs']] == [5, 5]
-    assert [e['stale_steps'] for e in stats['epochs']] == [0, 0]
+    assert [e['interleaved_steps'] for e in stats['epochs']] == [0, 0]
     start = dp.init_lenet_params(0, 0.1)  # the worker's default start
     moved = onp.abs(params['dist_sync'][4].asnumpy() - start[4].asnumpy())
     assert moved.max() > 1e-4  # the runs trained: equality means more

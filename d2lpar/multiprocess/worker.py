@@ -131,7 +131,8 @@ class WorkerEpochs(WorkerLoop):
     ``dist_async``) and the test accuracy; what happens after each
     epoch (count steps, record stats, save rank 0's checkpoint, print)
     is :class:`d2lpar.workers.WorkerLoop`'s, with the loopback's bytes
-    and, on ``dist_async``, the stale steps added.
+    and, on ``dist_async``, the steps interleaved with another worker's
+    update added.
     """
 
     def __init__(self, engine, params, lr, shards, test_iter, save_to):
@@ -140,7 +141,7 @@ class WorkerEpochs(WorkerLoop):
             engine.name, engine.asynchronous,
         )  # fmt: skip
         self.engine, self.lr, self.test_iter = engine, lr, test_iter
-        self.stale, self.waited = 0, 0.0
+        self.interleaved, self.waited = 0, 0.0
 
     def step(self, X, y):
         """Train on this worker's shard ``X, y``; (losses, corrects)."""
@@ -149,10 +150,11 @@ class WorkerEpochs(WorkerLoop):
             return worker_step(
                 self.engine, X, y, self.params, self.lr, self.shards.batch_size
             )
-        losses, corrects, stale = async_step(
+        losses, corrects, interleaved = async_step(
             self.engine, X, y, self.params, self.lr, self.shards.batch_size
         )
-        self.stale = stale.astype('float32') + self.stale  # lazy count
+        # A lazy count, kept on the device until the epoch ends.
+        self.interleaved = interleaved.astype('float32') + self.interleaved
         return losses, corrects
 
     def evaluate(self):
@@ -168,9 +170,9 @@ class WorkerEpochs(WorkerLoop):
         return evaluate_accuracy(self.params, self.test_iter, mx.cpu())
 
     def add_to_record(self, record):
-        """The loopback's bytes so far and, on ``dist_async``, the stale
-        steps and the wait at the barrier; the line names the stale
-        steps."""
+        """The loopback's bytes so far and, on ``dist_async``, the
+        interleaved steps and the wait at the barrier; the line names the
+        interleaved steps (an upper bound on the stale ones)."""
         # What this network namespace's loopback has sent so far, once the
         # epoch's steps and test sums are done: in a job with a namespace
         # of its own (d2lpar.bench.engines), two epochs' ends apart are
@@ -181,10 +183,12 @@ class WorkerEpochs(WorkerLoop):
             record['loopback_bytes'] = None
         if not self.engine.asynchronous:
             return ''
-        record['stale_steps'] = int(float(self.stale))
+        record['interleaved_steps'] = int(float(self.interleaved))
         record['wait_seconds'] = self.waited
-        self.stale = 0
-        return f', {record["stale_steps"]}/{self.steps} steps stale'
+        self.interleaved = 0
+        return (
+            f', {record["interleaved_steps"]}/{self.steps} steps interleaved'
+        )
 
 
 def kvstore_mode(kvstore=None):
@@ -260,7 +264,8 @@ def run_worker(
         each epoch's steps, seconds, test accuracy, train loss (its own
         shards), the loopback's bytes sent so far at its end
         (:func:`d2lpar.multiprocess.loopback_tx_bytes`, None where it
-        cannot be read) and, on ``dist_async``, stale steps here as JSON.
+        cannot be read) and, on ``dist_async``, the steps interleaved with
+        another worker's update, here as JSON.
     kvstore : str, optional
         The parameter server's mode (see :func:`kvstore_mode`), one of
         :data:`~d2lpar.workers.KVSTORES`.
