@@ -90,10 +90,11 @@ _WARNED = []
 
 
 class ThreadBudgetWarning(UserWarning):
-    """A CPU device keeps fewer threads than asked (see the docstring).
+    """A CPU device keeps fewer threads than asked.
 
-    Its own category so that code which knows its speed does not matter
-    (a check's reference computation) can silence just this warning.
+    :func:`~d2lpar.thread_budget` says when and why. Its own category
+    so that code which knows its speed does not matter (a check's
+    reference computation) can silence just this warning.
     """
 
 
