@@ -116,11 +116,12 @@ def lenet(X, params):
 
 
 def dense(X, W, b=None):
-    """Compute ``np.dot(X, W) + b`` with oneDNN's fully-connected operator.
+    """Compute ``np.dot(X, W) + b`` with MXNet's fully-connected operator.
 
     The same values as the matrix product (to float32 rounding), and
-    the same gradients, but computed by oneDNN's ``FullyConnected``
-    operator, forward and backward, instead of OpenBLAS's ``np.dot``.
+    the same gradients, but computed by MXNet's ``FullyConnected``
+    operator, forward and backward: on CPU contexts oneDNN's, instead of
+    OpenBLAS's ``np.dot`` (on GPUs both run on cuBLAS).
     Two CPU devices that run OpenBLAS's multi-threaded product at the
     same time hang (the OpenMP build of OpenBLAS in MXNet's wheel shares
     its thread buffers between concurrent calls; the module docstring of
