@@ -428,3 +428,38 @@ def test_the_checks_run_on_cpu_even_where_devices_gives_an_accelerator(
     assert tdp.check_allreduce(recording)
     assert tdp.check_average_params(recording_average)
     assert seen and {d.type for d in seen} == {'cpu'}
+
+
+def test_codes_pytorch_never_names_come_only_from_the_mxnet_check():
+    """The hints page says PyTorch's checks never name TORCH_NEVER_NAMED:
+    only the MXNet allreduce check (and the table) writes those codes,
+    and PyTorch's checks pass an allreduce that adds across devices with
+    no copy and gathers everything on device 0 (MXNet's checks name
+    mixed-devices and not-a-tree for it)."""
+    import pathlib
+
+    import d2lpar
+    from d2lpar.grading import mistakes
+
+    root = pathlib.Path(d2lpar.__file__).parent
+    writers = {
+        root / 'grading' / 'allreduce.py',
+        root / 'grading' / 'mistakes.py',
+    }
+    for path in root.rglob('*.py'):
+        if path not in writers:
+            text = path.read_text()
+            for code in mistakes.TORCH_NEVER_NAMED:
+                assert f"'{code}'" not in text, (path, code)
+
+    def no_copies(data):
+        for a in data[1:]:
+            data[0] += a
+        for a in data[1:]:
+            a.copy_(data[0])
+
+    assert tdp.check_allreduce(no_copies)
+    assert tdp.check_tree_allreduce(no_copies)
+    said = mistakes.__doc__.split("PyTorch's checks never name")[1]
+    for code in mistakes.TORCH_NEVER_NAMED:
+        assert f'``{code}``' in said

@@ -142,6 +142,11 @@ TORCH_HINTS = {
     'them after the next train_batch call.',
 }
 
+# The codes PyTorch's checks never name: only the MXNet allreduce check
+# (d2lpar.grading.allreduce) counts transfers and watches operations
+# across devices, and PyTorch's k devices are labels of the one CPU.
+TORCH_NEVER_NAMED = ('mixed-devices', 'not-a-tree', 'not-sharded')
+
 # The module's documentation lists MISTAKES itself, so the book's page
 # of codes can never disagree with what the checks say.
 __doc__ += ''.join(
@@ -151,7 +156,16 @@ __doc__ += (
     '\nIn PyTorch (``from d2lpar import torch as dp``) these codes give '
     "their hint in PyTorch's terms:\n"
 ) + ''.join(
-    f'\n``{code}``\n    {text}\n' for code, text in TORCH_HINTS.items()
+    f'\n``{code}``\n    {text}\n'
+    for code, text in TORCH_HINTS.items()
+    if code not in TORCH_NEVER_NAMED
+)
+__doc__ += (
+    "\nPyTorch's checks never name ``mixed-devices``, ``not-a-tree`` or "
+    '``not-sharded``: they run on labels of the one CPU, between which '
+    'an operation moves nothing, and do not count transfers. For the '
+    'same reason they name ``wrong-device`` and ``changed-device`` only '
+    'for a tensor moved off the CPU.\n'
 )
 
 FRAMEWORKS = ('mxnet', 'torch')
