@@ -149,8 +149,20 @@ def one_framework(cells, framework):
     kept = keep_framework(cells, framework)
     for cell in kept:
         if cell.cell_type == 'markdown':
-            cell.source = chosen_tab(cell.source, framework)
+            cell.source = without_self_link(chosen_tab(cell.source, framework))
     return kept
+
+
+def without_self_link(text):
+    """``text`` less its paragraph that links the chapter's own notebook
+    ("This chapter as a notebook: ..."), which a page without tabs has
+    outside any tab-set (:func:`chosen_tab` drops a tab's)."""
+    paragraphs = text.split('\n\n')
+    kept = [
+        p for p in paragraphs
+        if not (NOTEBOOK_LINK in p and p.lstrip().startswith('This chapter as'))
+    ]  # fmt: skip
+    return '\n\n'.join(kept)
 
 
 def source_cell(path, options):

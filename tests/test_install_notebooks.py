@@ -82,6 +82,19 @@ def test_notebook_has_no_sphinx_only_syntax(chapter):
             ) or not glue_free(cell.source), cell.source[:200]
 
 
+@pytest.mark.parametrize('chapter', CHAPTERS)
+def test_notebook_does_not_link_itself(chapter):
+    """The page's "This chapter as a notebook" link (in a tab or not)
+    is not in the notebook it points to."""
+    md = ROOT / 'book' / f'{chapter}.md'
+    tabbed = re.search(r'^#@tab pytorch', md.read_text(), re.M)
+    for framework in ('mxnet', 'pytorch') if tabbed else ('mxnet',):
+        nb = chapter_notebook.convert(str(md), framework=framework)
+        for cell in nb.cells:
+            if cell.cell_type == 'markdown':
+                assert 'This chapter as a' not in cell.source, cell.source
+
+
 def is_subsequence(lines, of):
     it = iter(of)
     return all(line in it for line in lines)
