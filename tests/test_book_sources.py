@@ -679,3 +679,19 @@ def report_assembled_glue():
 
 if __name__ == '__main__':
     report_assembled_glue()
+
+
+@pytest.mark.parametrize('name', CHAPTERS)
+def test_chapter_links_its_notebook(name):
+    """Every chapter (its notebook is built beside the HTML, by
+    scripts/chapter_notebook.py) says where to get it, in each framework
+    it has; intro and install, which tell a reader where to start, link
+    the training chapter's instead."""
+    text = open(os.path.join(BOOK, name)).read()
+    stem = name[: -len('.md')]
+    if stem in ('intro', 'install'):
+        assert 'href="../notebooks/training.ipynb"' in text, name
+        return
+    assert f'href="../notebooks/{stem}.ipynb"' in text, name
+    if re.search(r'^#@tab pytorch', text, re.M):
+        assert f'href="../notebooks/{stem}-pytorch.ipynb"' in text, name
