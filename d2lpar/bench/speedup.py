@@ -79,8 +79,12 @@ def two_devices(path=None, progress=None):
     -------
     dict
         :func:`d2lpar.bench.compare_training`'s result for
-        ``(1, 2, 4)`` devices and both paths, with ``quick`` (the build's
-        mode) and ``reused`` (True when read from the file).
+        ``(1, 2, 4)`` devices and both paths with ``after=True`` (its
+        ``after`` row: one device trained once more, last, in every
+        round), with ``rerun`` (how many disturbed rounds were measured
+        again), ``left_out`` (the rounds still disturbed after that,
+        which :func:`speedups` leaves out), ``quick`` (the build's mode)
+        and ``reused`` (True when read from the file).
     """
     quick = book_settings().quick
     if path is None:

@@ -63,8 +63,10 @@ def compare_steps(
     """Time steps for each device count and scratch-pool size.
 
     Each pool size runs in a fresh Python process with
-    ``MXNET_CPU_TEMP_COPY`` set, which times every device count in turn
-    (alternating their order over rounds). All settings are measured
+    ``MXNET_CPU_TEMP_COPY`` set, which times every device count in turn,
+    one device always first, the other counts alternating their order
+    over rounds (``d2lpar.bench.step.round_order``). All settings are
+    measured
     once per round, interleaved, and every round is kept: a verdict
     needs every round of one setting to beat every round of the other
     (:func:`d2lpar.bench.compare_times`).

@@ -247,10 +247,13 @@ def compare_training(
         skipped with a printed reason where PyTorch is not installed.
     after : bool, optional
         In every round, after all device counts, train ``d2lpar`` on one
-        device once more, on a device that did not train before in that
-        process (:func:`_after_device`): one device is always measured
-        first (:func:`round_order`), and this measures what that order
-        does.
+        device once more: on GPUs the first GPU again; on CPU contexts one
+        that no count used (``cpu(max(device_counts))``), given every core
+        before anything runs on it. One device is always measured first
+        (``d2lpar.bench.step.round_order``: ``cpu(0)`` keeps the share
+        of the cores it had beside the others), and this measures one
+        device placed last; on CPU contexts it also runs on another
+        context than the first, so the two differ in both.
 
     Returns
     -------
