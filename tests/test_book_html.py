@@ -141,7 +141,7 @@ def test_profile_page_as_a_reader_sees_it(tmp_path):
         r'1 device, all cores: step \d+\.\d ms = \d+\.\dx the limit', text
     )
     assert re.search(
-        r'The convolutions \(forward and backward\) take\s+\d+%', text
+        r'[Tt]he convolutions \(forward and backward\) take\s+\d+%', text
     )
     assert_clean(dom, text)
 
