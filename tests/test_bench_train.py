@@ -195,6 +195,24 @@ def test_after_measures_one_device_last_on_the_library_path(monkeypatch):
     assert 'after' not in bt.compare_training((1, 2), steps=2, rounds=1)
 
 
+def test_after_row_stays_beside_pytorchs_rows(monkeypatch):
+    """`bench train` asks for both: PyTorch's rows must not replace the
+    one device measured last."""
+    from d2lpar.bench import torch_train
+
+    monkeypatch.setattr(bt, 'in_fresh_process_each', _fake_mxnet([]))
+    monkeypatch.setattr(torch_train, 'torch_missing', lambda: None)
+    monkeypatch.setattr(
+        torch_train, 'measure',
+        lambda *a: dict(seconds=0.1, threads=2, processes=1, mxnet=False),
+    )  # fmt: skip
+    result = bt.compare_training(
+        (1, 2), steps=2, rounds=1, torch=True, after=True
+    )
+    assert result['after']['rounds'] == pytest.approx([150.0])  # 0.3 s / 2
+    assert 'ratios' in result and 'torch_threads' in result
+
+
 def test_a_round_measures_one_device_again_last(monkeypatch):
     """_round picks the device for the last measurement before anything
     trains, measures every count in order, then one device on it."""

@@ -374,7 +374,7 @@ def compare_training(
                               ms_per_step=ms, limit_ms=limit_ms,
                               ratio=ms / limit_ms)  # fmt: skip
     if torch:
-        extra = dict(
+        extra.update(
             torch_skipped=skipped,
             torch_threads={f'{p} {k}': n for (p, k), n in threads.items()},
             ratios=torch_train.ratios(rows),
