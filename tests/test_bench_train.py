@@ -166,7 +166,7 @@ def test_after_measures_one_device_last_on_the_library_path(monkeypatch):
         path, counts, _, steps, after = arg_list[0]
         calls.append((path, after))
         secs = [0.1 if path == 'd2lpar' else 0.2 for _ in counts]
-        later = 0.3 + 0.1 * len(calls) if after else None
+        later = (0.3 + 0.1 * len(calls), 'cpu(2)') if after else None
         return [(secs, 150.0, later)]
 
     monkeypatch.setattr(bt, 'in_fresh_process_each', child)
@@ -180,6 +180,7 @@ def test_after_measures_one_device_last_on_the_library_path(monkeypatch):
     assert after['rounds'] == pytest.approx([250.0, 300.0])
     assert after['ms_per_step'] == pytest.approx(275.0)
     assert after['ratio'] == pytest.approx(275.0 / after['limit_ms'])
+    assert after['device'] == 'cpu(2)'  # as the rounds' processes said
     assert {(r['path'], r['devices']) for r in result['rows']} == {
         ('d2l', 1),
         ('d2l', 2),
@@ -192,6 +193,7 @@ def test_after_measures_one_device_last_on_the_library_path(monkeypatch):
     table = bt.format_training(result)
     assert '   d2lpar  1 again     275.0' in table, table
     assert '250.0 300.0' in table
+    assert 'had not trained there (cpu(2))' in table
     assert 'after' not in bt.compare_training((1, 2), steps=2, rounds=1)
 
 
@@ -231,7 +233,8 @@ def test_a_round_measures_one_device_again_last(monkeypatch):
     monkeypatch.setattr(bt, 'rate_on_every_core', lambda: 99.0)
     got = bt._round('d2lpar', [1, 4, 2], 8, 2, True)
     assert done == ['pick', (1, None), (4, None), (2, None), (1, [mx.cpu(9)])]
-    assert got == (pytest.approx([0.2, 0.3, 0.4]), 99.0, pytest.approx(0.5))
+    assert got[:2] == (pytest.approx([0.2, 0.3, 0.4]), 99.0)
+    assert got[2] == (pytest.approx(0.5), 'cpu(9)')
     done.clear()
     assert bt._round('d2lpar', [1, 2], 8, 2)[2] is None
     assert done == [(1, None), (2, None)]
@@ -261,7 +264,7 @@ def _fake_mxnet(calls):
         calls.append((path, tuple(counts)))
         secs = [0.1 if path == 'd2lpar' else 0.2 for _ in counts]
         # the one device measured last: 0.3 s per pass
-        return [(secs, 150.0, 0.3 if after else None)]
+        return [(secs, 150.0, (0.3, 'cpu(2)') if after else None)]
 
     return child
 

@@ -32,8 +32,9 @@ QUICK_FILE = os.path.join('measurements', 'two-devices-quick.json')
 # limit's rate is the best of runs before and during the rounds, and a
 # disturbed round was measured again. 3: rounds still disturbed after
 # the re-runs are listed in ``left_out`` and not part of the answer. 4: one
-# device trains again at the end of every round (``after``).
-FORMAT = 4
+# device trains again at the end of every round (``after``). 5: ``after``
+# names the device it ran on.
+FORMAT = 5
 
 
 def _build_dir():

@@ -194,14 +194,17 @@ def _round(path, counts, batch_size, steps, after=False):
     With ``after``, one device trains once more after all of ``counts``
     (on :func:`_after_device`, chosen before anything runs), so that the
     benchmark measures what its fixed order (one device always first)
-    does: returns ``(seconds, rate, seconds after)``, else
-    ``(seconds, rate, None)``.
+    does: returns ``(seconds, rate, (seconds after, that device as
+    text))``, else ``(seconds, rate, None)``.
     """
     again = _after_device(counts) if after else None
     seconds = [_epoch_seconds(path, k, batch_size, steps) for k in counts]
     later = None
     if after:
-        later = _epoch_seconds(path, 1, batch_size, steps, devices=[again])
+        later = (
+            _epoch_seconds(path, 1, batch_size, steps, devices=[again]),
+            str(again),
+        )
     return seconds, rate_on_every_core(), later
 
 
@@ -269,7 +272,8 @@ def compare_training(
         (:func:`d2lpar.bench.torch_train.ratios`); with ``after``:
         ``after``, a row like ``rows``' (``path`` ``'d2lpar'``,
         ``devices`` 1, ``rounds``, ``ms_per_step``) of the one device
-        measured last in each round.
+        measured last in each round, and ``device``, the one it ran on
+        (``'cpu(4)'``, ``'gpu(0)'``).
     """
     from ..threads import available_cores
 
@@ -290,6 +294,7 @@ def compare_training(
     rates = list(rates)
     times = {(p, k): [] for p in paths for k in device_counts}
     later = []  # with after: d2lpar's one device, last in each round
+    later_device = None  # ... and the device it ran on ('cpu(4)', 'gpu(0)')
     defaults = {'d2l': {'MXNET_CPU_TEMP_COPY': '4'}, 'd2lpar': {}}
     torch_rows, skipped, threads = [], None, {}
     if torch:
@@ -350,7 +355,8 @@ def compare_training(
                         f'{times[path, k][-1]:.1f} ms/step'
                     )
             if again:
-                later.append(1000 * last / steps)
+                later.append(1000 * last[0] / steps)
+                later_device = last[1]
                 if progress:
                     progress(
                         f'round {r + 1}/{rounds}: {path} on 1 device again, '
@@ -372,7 +378,8 @@ def compare_training(
         ms = statistics.median(later)
         extra['after'] = dict(path='d2lpar', devices=1, rounds=later,
                               ms_per_step=ms, limit_ms=limit_ms,
-                              ratio=ms / limit_ms)  # fmt: skip
+                              ratio=ms / limit_ms,
+                              device=later_device)  # fmt: skip
     if torch:
         extra.update(
             torch_skipped=skipped,
@@ -458,6 +465,7 @@ def format_training(result):
         lines.append(
             '1 again: one device once more after the other counts, in the '
             'same process, on a device that had not trained there'
+            + (f' ({a["device"]})' if a.get('device') else '')
         )
     lines.append(
         "x limit: ms/step over the limit above; vs d2l: d2l's ms/step "
