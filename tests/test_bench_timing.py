@@ -76,3 +76,16 @@ def test_ratio_text_keeps_the_digit_that_says_below_one():
     assert ratio_text(0.994) == '0.99'
     assert ratio_text(1.0004) == '1.0004'
     assert ratio_text(0.99996) == '0.99996'
+
+
+def test_span_text_prints_one_number_when_the_ends_agree():
+    """'12-12' says nothing a single '12' does not; a real range stays a
+    range, at the digits asked for."""
+    from d2lpar.bench.timing import span_text
+
+    assert span_text([12.4, 12.2, 11.6]) == '12'
+    assert span_text([12.4, 12.6]) == '12-13'
+    assert span_text([0.123, 0.127], 2, ' to ') == '0.12 to 0.13'
+    assert span_text([0.121, 0.124], 2, ' to ') == '0.12'
+    with pytest.raises(ValueError, match='no values'):
+        span_text([])

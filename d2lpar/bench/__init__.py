@@ -103,6 +103,7 @@ _NAMES = {
     'speedups': 'speedup',
     'speedup_range': 'speedup',
     'ratio_text': 'timing',
+    'span_text': 'timing',
     'MXNET_DEFAULT_TEMP_COPY': 'step',
     'time_steps': 'step',
     'compare_steps': 'step',

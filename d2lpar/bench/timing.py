@@ -132,6 +132,44 @@ def ratio_text(ratio):
     return f'{ratio:.2f}'
 
 
+def span_text(values, digits=0, sep='-'):
+    """The range of ``values`` as the pages print it: ``'12-15'``, or one
+    number where both ends round to the same text (``'12'``, not
+    ``'12-12'``).
+
+    Parameters
+    ----------
+    values : sequence of float
+        Every round's value, in any order.
+    digits : int, optional
+        Decimals of both ends.
+    sep : str, optional
+        Between the ends: ``'-'``, or ``' to '`` where a sign or a
+        decimal point would make a hyphen hard to read.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError
+        If ``values`` is empty.
+
+    Examples
+    --------
+    >>> span_text([14.2, 12.6, 15.1]), span_text([12.4, 12.2])
+    ('13-15', '12')
+    >>> span_text([0.5, 1.25], 2, ' to ')
+    '0.50 to 1.25'
+    """
+    values = list(values)
+    if not values:
+        raise ValueError('span_text: no values; pass every round\'s value')
+    low, high = f'{min(values):.{digits}f}', f'{max(values):.{digits}f}'
+    return low if low == high else f'{low}{sep}{high}'
+
+
 def interleaved(fns, rounds=3, repeats=5, warmup=1):
     """Time several functions side by side, robust to a busy machine.
 
