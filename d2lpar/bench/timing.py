@@ -165,7 +165,7 @@ def span_text(values, digits=0, sep='-'):
     """
     values = list(values)
     if not values:
-        raise ValueError('span_text: no values; pass every round\'s value')
+        raise ValueError("span_text: no values; pass every round's value")
     low, high = f'{min(values):.{digits}f}', f'{max(values):.{digits}f}'
     return low if low == high else f'{low}{sep}{high}'
 
