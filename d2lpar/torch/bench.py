@@ -29,7 +29,7 @@ import torch
 from ..bench.frameworks import _batch, _torch_ops, by_kind, onednn_kernels
 from ..bench.profile import format_profile as _format_profile
 from ..bench.profile import plot_profile
-from ..bench.timing import compare_times, ratio_text
+from ..bench.timing import compare_times, ratio_text, span_text
 from .collectives import allreduce
 from .devices import devices as make_devices
 from .model import get_params, init_lenet_params, lenet
@@ -42,6 +42,7 @@ __all__ = [
     'compare_steps',
     'compare_times',
     'ratio_text',
+    'span_text',
     'format_profile',
     'kernel_implementations',
     'lenet_flops',
