@@ -30,7 +30,8 @@ Training             train -> TrainResult, load_fashion_mnist,
                      (the exercises)
 The book             glue_text, show_source, pages (the book's
                      framework-neutral helpers and figures,
-                     :mod:`d2lpar.pages`, shared)
+                     :mod:`d2lpar.pages`, shared), seeds (comparing
+                     settings over seeds, :mod:`d2lpar.seeds`, shared)
 Several processes    python -m d2lpar launch --engine torch --workers N
                      -- python -m d2lpar worker --engine torch
                      (dp.launch, dp.worker, dp.checkpoint: modules,
@@ -63,7 +64,7 @@ import sys
 
 import torch as _torch
 
-from .. import pages
+from .. import pages, seeds
 from ..pages.book import glue_text, show_source
 from .averaging import local_sgd_step
 from .collectives import (
@@ -126,6 +127,7 @@ __all__ = [
     'local_sgd_step',
     'pages',
     'run_schedule',
+    'seeds',
     'sgd',
     'shard_ranges',
     'shard_sizes',
