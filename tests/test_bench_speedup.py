@@ -226,3 +226,28 @@ def test_a_round_still_disturbed_is_left_out_of_the_answer(
     assert speedup.speedup_range(result) == ('1.25', '1.29')
     everything = dict(_result([100.0], [80.0]), left_out=[0])
     assert speedup.speedups(everything) == pytest.approx([1.25])
+
+
+def test_kept_rounds_leave_out_the_same_rounds_as_the_speedups():
+    """A page's kept rounds and the answer's speed-ups drop the same
+    disturbed rounds; the one-device-again row too; all of them when
+    every round was disturbed would leave nothing, so none is dropped."""
+    result = {
+        'rows': [
+            {'path': 'd2lpar', 'devices': 1, 'rounds': [50.0, 90.0, 52.0]},
+            {'path': 'd2lpar', 'devices': 2, 'rounds': [40.0, 41.0, 39.0]},
+        ],
+        'after': {'rounds': [55.0, 99.0, 54.0]},
+        'left_out': [1],
+    }
+    assert speedup.kept_rounds(result) == [50.0, 52.0]
+    assert speedup.kept_rounds(result, 2) == [40.0, 39.0]
+    assert speedup.kept_rounds(result, 'after') == [55.0, 54.0]
+    assert speedup.speedups(result) == pytest.approx([50 / 40, 52 / 39])
+    result['left_out'] = [0, 1, 2]
+    assert speedup.kept_rounds(result) == [50.0, 90.0, 52.0]
+    with pytest.raises(ValueError, match="path 'd2l' with devices=1"):
+        speedup.kept_rounds(result, 1, 'd2l')
+    del result['after']
+    with pytest.raises(ValueError, match='after=True'):
+        speedup.kept_rounds(result, 'after')

@@ -102,6 +102,7 @@ _NAMES = {
     'disturbed_rounds': 'speedup',
     'speedups': 'speedup',
     'speedup_range': 'speedup',
+    'kept_rounds': 'speedup',
     'ratio_text': 'timing',
     'span_text': 'timing',
     'MXNET_DEFAULT_TEMP_COPY': 'step',

@@ -224,13 +224,66 @@ def speedups(result, k=2, path='d2lpar'):
         ``result['left_out']`` (still disturbed after the re-runs), unless
         that would leave none.
     """
-    rounds = {
-        r['devices']: r['rounds'] for r in result['rows'] if r['path'] == path
-    }
-    pairs = list(zip(rounds[1], rounds[k]))
+    one, many = kept_rounds(result, 1, path), kept_rounds(result, k, path)
+    return [a / b for a, b in zip(one, many)]
+
+
+def kept_rounds(result, devices=1, path='d2lpar'):
+    """The ms per step of one setting, in the rounds the answer keeps.
+
+    The rounds of :func:`speedups`: those not in ``result['left_out']``
+    (still disturbed after the re-runs), unless that would leave none.
+    Every page that sets a number of its own beside the benchmark's reads
+    the benchmark's rounds through this, so that all of them leave out
+    the same rounds.
+
+    Parameters
+    ----------
+    result : dict
+        From :func:`two_devices` (or
+        :func:`d2lpar.bench.compare_training`).
+    devices : int or 'after', optional
+        The device count of the row, or ``'after'``: the one device
+        measured once more at the end of each round (``result['after']``).
+    path : str, optional
+        ``'d2lpar'`` or ``'d2l'``; ignored for ``'after'``.
+
+    Returns
+    -------
+    list of float
+        In the order of the rounds.
+
+    Raises
+    ------
+    ValueError
+        If ``result`` has no such row.
+    """
+    if devices == 'after':
+        if 'after' not in result:
+            raise ValueError(
+                'kept_rounds: this result has no one-device-again row; '
+                'measure it with after=True (two_devices does)'
+            )
+        rounds = result['after']['rounds']
+    else:
+        found = [
+            r['rounds']
+            for r in result['rows']
+            if (r['path'], r['devices']) == (path, devices)
+        ]
+        if not found:
+            measured = sorted(
+                (r['path'], r['devices']) for r in result['rows']
+            )
+            raise ValueError(
+                f'kept_rounds: no row for path {path!r} with devices={devices!r}; '
+                f'this result measured (path, devices) {measured}'
+            )
+        rounds = found[0]
     left_out = set(result.get('left_out', ()))
-    kept = [p for i, p in enumerate(pairs) if i not in left_out] or pairs
-    return [one / many for one, many in kept]
+    return [t for i, t in enumerate(rounds) if i not in left_out] or list(
+        rounds
+    )
 
 
 def speedup_range(result, k=2, path='d2lpar'):
