@@ -58,18 +58,23 @@ def test_a_raising_worker_ends_the_job_in_seconds(tmp_path, capfd):
     """Both workers meet (Gloo sums their ranks), then rank 1 raises while
     rank 0 waits for it in a barrier: the launcher stops rank 0 and
     returns rank 1's status within seconds, naming it; the signal
-    handlers it borrowed are back."""
+    handlers it borrowed are back. Rank 1's status is its exception's 1,
+    or SIGABRT's 134: PyTorch's shutdown with Gloo's threads still running
+    aborted the raising worker in 1 of 3 runs here ("terminate called
+    without an active exception"), and the launcher reports the status
+    the worker really ended with."""
     before = signal.getsignal(signal.SIGTERM)
     status = launch([PY, JOB, str(tmp_path), 'raise'], workers=2, timeout=120)
     returned = time.time()
     raised = float((tmp_path / 'raised').read_text())
-    assert status == 1
+    ended = {1: 'exited with status 1', 128 + signal.SIGABRT: 'by SIGABRT'}
+    assert status in ended, status
     assert returned - raised < 10, f'{returned - raised:.1f} s after raising'
     assert all(gone(pid) for pid in pids(tmp_path))
     out, err = capfd.readouterr()
     assert '[worker 0] rank 0 of 2: sum 3' in out
     assert 'worker 1 breaks on purpose' in err
-    assert 'launch: worker 1 (pid' in err and 'exited with status 1' in err
+    assert 'launch: worker 1 (pid' in err and ended[status] in err
     assert signal.getsignal(signal.SIGTERM) == before
 
 
