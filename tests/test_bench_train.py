@@ -200,14 +200,7 @@ def test_after_measures_one_device_last_on_the_library_path(monkeypatch):
 def test_after_row_stays_beside_pytorchs_rows(monkeypatch):
     """`bench train` asks for both: PyTorch's rows must not replace the
     one device measured last."""
-    from d2lpar.bench import torch_train
-
-    monkeypatch.setattr(bt, 'in_fresh_process_each', _fake_mxnet([]))
-    monkeypatch.setattr(torch_train, 'torch_missing', lambda: None)
-    monkeypatch.setattr(
-        torch_train, 'measure',
-        lambda *a: dict(seconds=0.1, threads=2, processes=1, mxnet=False),
-    )  # fmt: skip
+    _fake_torch(monkeypatch, seconds=0.1, threads=2, mxnet=False)
     result = bt.compare_training(
         (1, 2), steps=2, rounds=1, torch=True, after=True
     )
@@ -251,6 +244,18 @@ def test_the_device_measured_last_is_unused_and_has_every_core():
     assert ctx == mx.cpu(11)
     if threads._openmp() is not None:
         assert threads.worker_threads(ctx) == threads.total_threads()
+
+
+def _fake_torch(monkeypatch, **got):
+    """MXNet's rounds faked by :func:`_fake_mxnet`, PyTorch installed, and
+    every PyTorch measurement returning ``got`` in one process."""
+    from d2lpar.bench import torch_train
+
+    monkeypatch.setattr(bt, 'in_fresh_process_each', _fake_mxnet([]))
+    monkeypatch.setattr(torch_train, 'torch_missing', lambda: None)
+    monkeypatch.setattr(
+        torch_train, 'measure', lambda *a: dict(processes=1, **got)
+    )
 
 
 def _fake_mxnet(calls):
@@ -317,14 +322,7 @@ def test_torch_rows_are_interleaved_with_mxnet_rows(monkeypatch):
 
 
 def test_a_pytorch_process_that_imported_mxnet_is_an_error(monkeypatch):
-    from d2lpar.bench import torch_train
-
-    monkeypatch.setattr(bt, 'in_fresh_process_each', _fake_mxnet([]))
-    monkeypatch.setattr(torch_train, 'torch_missing', lambda: None)
-    monkeypatch.setattr(
-        torch_train, 'measure',
-        lambda *a: dict(seconds=1.0, threads=1, processes=1, mxnet=True),
-    )  # fmt: skip
+    _fake_torch(monkeypatch, seconds=1.0, threads=1, mxnet=True)
     with pytest.raises(RuntimeError, match='imported MXNet'):
         bt.compare_training((1,), steps=2, rounds=1, torch=True)
 
