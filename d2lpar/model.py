@@ -67,7 +67,8 @@ def lenet(X, params):
     Taught in :doc:`/book/toy-network`. Its two dense layers compute
     ``np.dot(h, W) + b`` with :func:`~d2lpar.model.dense` (oneDNN's
     operator), so that several CPU devices may each run them
-    on several cores at the same time.
+    on several cores at the same time; its ReLUs run on oneDNN too
+    (:func:`~d2lpar.model.relu`).
 
     Parameters
     ----------
@@ -102,17 +103,36 @@ def lenet(X, params):
         data=X, weight=W1, bias=b1, kernel=(3, 3), num_filter=20
     )  # (batch, 20, 26, 26)
     h = npx.pooling(
-        npx.relu(h), pool_type='avg', kernel=(2, 2), stride=(2, 2)
+        relu(h), pool_type='avg', kernel=(2, 2), stride=(2, 2)
     )  # (batch, 20, 13, 13)
     h = npx.convolution(
         data=h, weight=W2, bias=b2, kernel=(5, 5), num_filter=50
     )  # (batch, 50, 9, 9)
     h = npx.pooling(
-        npx.relu(h), pool_type='avg', kernel=(2, 2), stride=(2, 2)
+        relu(h), pool_type='avg', kernel=(2, 2), stride=(2, 2)
     )  # (batch, 50, 4, 4)
     h = h.reshape(h.shape[0], -1)  # (batch, 800)
-    h = npx.relu(dense(h, W3, b3))  # (batch, 128)
+    h = relu(dense(h, W3, b3))  # (batch, 128)
     return dense(h, W4, b4)  # (batch, 10)
+
+
+def relu(X):
+    """Compute ``max(X, 0)`` element by element, with oneDNN on CPUs.
+
+    The same values and gradients as ``npx.relu``, computed by MXNet's
+    ``Activation`` operator: on CPU contexts oneDNN's, on every OpenMP
+    thread the device has. ``npx.relu`` runs MXNet's own element-wise
+    kernel instead, which never uses more threads than MXNet's cap (half
+    the logical CPUs on x86; :mod:`d2lpar.threads` says more), and was
+    slower in LeNet's step here (:doc:`/book/frameworks` compares the
+    two frameworks' ReLU).
+
+    Examples
+    --------
+    >>> relu(np.array([-1.0, 2.0])).tolist()
+    [0.0, 2.0]
+    """
+    return npx.activation(X, act_type='relu')
 
 
 def dense(X, W, b=None):

@@ -20,6 +20,8 @@ NAMES = {
     'aten::avg_pool2d_backward': 'pooling',
     '_npx_relu': 'ReLU',
     '_backward_relu': 'ReLU',
+    'Activation': 'ReLU',
+    '_backward_Activation': 'ReLU',
     'aten::clamp_min': 'ReLU',
     'aten::threshold_backward': 'ReLU',
     'FullyConnected': 'dense',

@@ -6,7 +6,7 @@ from mxnet import autograd, gluon, np, npx
 from numpy.testing import assert_allclose
 
 import d2lpar as dp
-from d2lpar.model import dense
+from d2lpar.model import dense, relu
 
 
 def test_param_shapes_and_biases():
@@ -160,3 +160,23 @@ def test_dense_without_bias_equals_matrix_product():
     assert_allclose(dense(X, W).asnumpy(), out, rtol=1e-5, atol=1e-5)
     assert_allclose(X.grad.asnumpy(), 2 * out @ w.T, rtol=1e-4, atol=1e-5)
     assert_allclose(W.grad.asnumpy(), 2 * x.T @ out, rtol=1e-4, atol=1e-5)
+
+
+def test_relu_equals_npx_relu_values_and_gradients():
+    """The library's oneDNN ReLU gives npx.relu's values and gradients,
+    zeros included (inputs on both sides of 0 and at 0 exactly)."""
+    x = np.array(onp.random.default_rng(0).normal(size=(4, 20, 26, 26)))
+    x[0, 0, 0, :3] = 0.0
+    weights = np.array(onp.random.default_rng(1).normal(size=x.shape))
+    grads, values = [], []
+    for fn in (relu, npx.relu):
+        x.attach_grad()
+        with autograd.record():
+            out = fn(x)
+            loss = (out * weights).sum()
+        loss.backward()
+        values.append(out.asnumpy())
+        grads.append(x.grad.asnumpy())
+    assert (values[0] == values[1]).all()
+    assert (grads[0] == grads[1]).all()
+    assert (values[0] > 0).any() and (values[0] == 0).any()

@@ -46,8 +46,8 @@ def available_frameworks():
 def op_kind(name):
     """The kind of an operator, from either framework's profiler name.
 
-    MXNet's names (``Convolution``, ``_backward_Pooling``, ``_npx_relu``,
-    ``FullyConnected``) and PyTorch's (``aten::mkldnn_convolution``,
+    MXNet's names (``Convolution``, ``_backward_Pooling``, ``Activation``
+    or ``_npx_relu``, ``FullyConnected``) and PyTorch's (``aten::mkldnn_convolution``,
     ``aten::avg_pool2d_backward``, ``aten::threshold_backward``, which
     is ReLU's backward, ``aten::mm``) fall into one of :data:`KINDS`;
     PyTorch's autograd nodes (``ReluBackward0``) count as the rest.
@@ -63,8 +63,14 @@ def op_kind(name):
     if 'pool' in low:
         return 'pooling'
     # aten::relu calls aten::clamp_min, whose self time is the ReLU's
-    # (LeNet clamps nothing else).
-    if 'relu' in low or 'threshold' in low or 'clamp_min' in low:
+    # (LeNet clamps nothing else); MXNet's Activation is ReLU in LeNet,
+    # the only activation the book's models use.
+    if (
+        'relu' in low
+        or 'threshold' in low
+        or 'clamp_min' in low
+        or 'activation' in low
+    ):
         return 'ReLU'
     bare = low.split('::')[-1].lstrip('_')
     dense = ('fullyconnected', 'fully_connected', 'addmm', 'mm', 'matmul',
