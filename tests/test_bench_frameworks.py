@@ -144,3 +144,17 @@ def test_onednn_kernels_catch_the_log(framework):
     assert version.startswith('oneDNN v')
     kinds = {kind for p, _, kind, _ in rows if p == 'convolution'}
     assert {'forward_training', 'backward_data'} <= kinds
+
+
+def test_compare_relu_times_both_relus_every_round():
+    times = fw.compare_relu(rounds=2, steps=2, warmup=1, shape=(4, 3, 5, 5))
+    assert list(times) == ['npx.relu', 'Activation']
+    for name, ms in times.items():
+        assert len(ms) == 2, name
+        assert all(0 < t < 10_000 for t in ms), (name, ms)
+
+
+@pytest.mark.parametrize('rounds, steps', [(0, 5), (3, 0)])
+def test_compare_relu_names_a_bad_count(rounds, steps):
+    with pytest.raises(ValueError, match=f'rounds={rounds}, steps={steps}'):
+        fw.compare_relu(rounds=rounds, steps=steps)

@@ -70,6 +70,7 @@ _NAMES = {
     'measure_engine': 'engines',
     'format_engines': 'engines',
     'compare_frameworks': 'frameworks',
+    'compare_relu': 'frameworks',
     'format_frameworks': 'frameworks',
     'kind_differences': 'frameworks',
     'onednn_kernels': 'frameworks',

@@ -123,6 +123,58 @@ def _mxnet_devices(num_devices):
     return [mx.cpu(3 + i) for i in range(num_devices)]
 
 
+def compare_relu(rounds=5, steps=10, warmup=3, shape=(256, 20, 26, 26)):
+    """MXNet's two ReLUs, forward and backward, in interleaved rounds.
+
+    ``npx.relu`` (MXNet's own element-wise kernel, held to MXNet's
+    thread cap) against the library's :func:`d2lpar.model.relu`
+    (``Activation``: oneDNN's kernel on every thread the device has), on
+    one device given every core, on an input of LeNet's first ReLU's
+    shape. Each round times both, the first alternating from round to
+    round.
+
+    Returns
+    -------
+    dict
+        ``{'npx.relu': [ms, ...], 'Activation': [ms, ...]}``: ms per
+        forward and backward pass, one per round.
+
+    Raises
+    ------
+    ValueError
+        If ``rounds`` or ``steps`` is below 1.
+    """
+    if rounds < 1 or steps < 1:
+        raise ValueError(
+            f'compare_relu: rounds and steps must be at least 1, got '
+            f'rounds={rounds}, steps={steps}'
+        )
+    import numpy as onp
+    from mxnet import autograd, np, npx
+
+    from ..model import relu
+
+    (device,) = _mxnet_devices(1)
+    # Both signs, so that ReLU zeroes about half of the input.
+    values = onp.random.default_rng(0).uniform(-1, 1, size=shape)
+    X = np.array(values.astype('float32'), ctx=device)
+    X.attach_grad()
+    fns = {'npx.relu': npx.relu, 'Activation': relu}
+    times = {name: [] for name in fns}
+    for r in range(rounds):
+        for name in round_order(list(fns), r):
+            for i in range(warmup + steps):
+                if i == warmup:
+                    npx.waitall()
+                    start = perf_counter()
+                with autograd.record():
+                    out = fns[name](X)
+                out.backward()
+            npx.waitall()
+            times[name].append((perf_counter() - start) / steps * 1000)
+    return times
+
+
 def _mxnet_step(num_devices, batch_size):
     """(step, wait): the library's MXNet step on one minibatch in memory."""
     from mxnet import np, npx
