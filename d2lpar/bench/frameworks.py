@@ -123,15 +123,43 @@ def _mxnet_devices(num_devices):
     return [mx.cpu(3 + i) for i in range(num_devices)]
 
 
-def compare_relu(rounds=5, steps=10, warmup=3, shape=(256, 20, 26, 26)):
+_RELU_SCRIPT = """
+import json
+from d2lpar.bench.frameworks import compare_relu
+print(json.dumps(compare_relu({rounds}, {steps}, {warmup}, {shape},
+                              fresh_process=False)))
+"""
+
+
+def compare_relu(
+    rounds=5, steps=20, warmup=50, shape=(256, 20, 26, 26),
+    fresh_process=True, timeout=300,
+):  # fmt: skip
     """MXNet's two ReLUs, forward and backward, in interleaved rounds.
 
     ``npx.relu`` (MXNet's own element-wise kernel, held to MXNet's
     thread cap) against the library's :func:`d2lpar.model.relu`
     (``Activation``: oneDNN's kernel on every thread the device has), on
     one device given every core, on an input of LeNet's first ReLU's
-    shape. Each round times both, the first alternating from round to
-    round.
+    shape. Both are warmed up, then each round times both, the first
+    alternating from round to round.
+
+    Parameters
+    ----------
+    rounds, steps, warmup : int, optional
+        Rounds; timed passes per round and function; untimed passes of
+        each function before the first round (with 10 the first round
+        was still up to twice as slow as the rest here; with 50 it was
+        not).
+    shape : tuple of int, optional
+        The input's shape.
+    fresh_process : bool, optional
+        Measure in a fresh Python process (the default): in a process
+        that has run PyTorch, its OpenMP threads may still spin on the
+        cores MXNet's threads want, and a context may already have
+        fewer threads than the cores.
+    timeout : float, optional
+        Seconds the fresh process may take.
 
     Returns
     -------
@@ -149,6 +177,18 @@ def compare_relu(rounds=5, steps=10, warmup=3, shape=(256, 20, 26, 26)):
             f'compare_relu: rounds and steps must be at least 1, got '
             f'rounds={rounds}, steps={steps}'
         )
+    if fresh_process:
+        import json
+        import subprocess
+
+        script = _RELU_SCRIPT.format(
+            rounds=rounds, steps=steps, warmup=warmup, shape=tuple(shape)
+        )
+        out = subprocess.run(
+            [sys.executable, '-c', script], capture_output=True, text=True,
+            timeout=timeout, check=True,
+        ).stdout  # fmt: skip
+        return json.loads(out.strip().splitlines()[-1])
     import numpy as onp
     from mxnet import autograd, np, npx
 
@@ -160,17 +200,21 @@ def compare_relu(rounds=5, steps=10, warmup=3, shape=(256, 20, 26, 26)):
     X = np.array(values.astype('float32'), ctx=device)
     X.attach_grad()
     fns = {'npx.relu': npx.relu, 'Activation': relu}
+
+    def passes(fn, n):
+        for _ in range(n):
+            with autograd.record():
+                out = fn(X)
+            out.backward()
+        npx.waitall()
+
+    for fn in fns.values():
+        passes(fn, warmup)
     times = {name: [] for name in fns}
     for r in range(rounds):
         for name in round_order(list(fns), r):
-            for i in range(warmup + steps):
-                if i == warmup:
-                    npx.waitall()
-                    start = perf_counter()
-                with autograd.record():
-                    out = fns[name](X)
-                out.backward()
-            npx.waitall()
+            start = perf_counter()
+            passes(fns[name], steps)
             times[name].append((perf_counter() - start) / steps * 1000)
     return times
 

@@ -272,7 +272,7 @@ def plot_profile(profile, top=5, names=None):
         rest are summed as "other".
     names : list of str, optional
         The operators shown by name instead (MXNet's names, e.g.
-        ``'_npx_relu'``), in this order; ``top`` is then not used.
+        ``'Activation'``), in this order; ``top`` is then not used.
 
     Returns
     -------
