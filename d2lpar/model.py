@@ -120,12 +120,12 @@ def relu(X):
     """Compute ``max(X, 0)`` element by element, with oneDNN on CPUs.
 
     The same values and gradients as ``npx.relu``, computed by MXNet's
-    ``Activation`` operator: on CPU contexts oneDNN's, on every OpenMP
-    thread the device has. ``npx.relu`` runs MXNet's own element-wise
-    kernel instead, which never uses more threads than MXNet's cap (half
-    the logical CPUs on x86; :mod:`d2lpar.threads` says more), and was
-    slower in LeNet's step here (:doc:`/book/frameworks` compares the
-    two frameworks' ReLU).
+    ``Activation`` operator: on CPU contexts oneDNN's kernel.
+    ``npx.relu`` runs MXNet's own element-wise kernel instead, which
+    never uses more threads than MXNet's cap (half the logical CPUs on
+    x86; :mod:`d2lpar.threads` says more);
+    :func:`d2lpar.bench.compare_relu` times the two
+    (:doc:`/book/frameworks`).
 
     Examples
     --------
