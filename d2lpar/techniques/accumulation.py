@@ -19,7 +19,7 @@ from mxnet import npx
 
 from ..checks import check_positive
 from ..collectives import allreduce
-from ..model import dense, lenet
+from ..model import dense, lenet, relu
 from ..training import (
     accumulate_gradients,
     cores_per_device,
@@ -141,17 +141,17 @@ def lenet_activations(X, params):
         data=X, weight=W1, bias=b1, kernel=(3, 3), num_filter=20
     )
     out = [('conv1', conv1)]  # (batch, 20, 26, 26)
-    out.append(('relu1', npx.relu(out[-1][1])))
+    out.append(('relu1', relu(out[-1][1])))
     out.append(('pool1', _avg_pool(out[-1][1])))  # (batch, 20, 13, 13)
     conv2 = npx.convolution(
         data=out[-1][1], weight=W2, bias=b2, kernel=(5, 5), num_filter=50
     )
     out.append(('conv2', conv2))  # (batch, 50, 9, 9)
-    out.append(('relu2', npx.relu(out[-1][1])))
+    out.append(('relu2', relu(out[-1][1])))
     out.append(('pool2', _avg_pool(out[-1][1])))
     flat = out[-1][1].reshape(X.shape[0], -1)
     out.append(('dense3', dense(flat, W3, b3)))
-    out.append(('relu3', npx.relu(out[-1][1])))
+    out.append(('relu3', relu(out[-1][1])))
     out.append(('dense4', dense(out[-1][1], W4, b4)))
     return out
 
