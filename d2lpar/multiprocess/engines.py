@@ -145,6 +145,10 @@ class ParameterServer:
         for key, p in enumerate(params):
             self.kv.pull(key, out=p)
 
+    def barrier(self):
+        """Return once every worker has called it (ps-lite's barrier)."""
+        self.kv._barrier()
+
     def sync_(self, params):
         """Give every worker the servers' current weights (a barrier).
 
@@ -197,6 +201,14 @@ class Horovod:
         """Overwrite ``arrays`` with rank 0's values."""
         for key, a in enumerate(arrays):
             self.hvd.broadcast_(a, root_rank=0, name=f'init{key}')
+
+    def barrier(self):
+        """Return once every worker has called it.
+
+        ``horovod.mxnet`` has no barrier (its PyTorch API has one): a
+        one-value allreduce, which every worker must join, serves.
+        """
+        self.hvd.allreduce(mx.nd.zeros(1), name='barrier').wait_to_read()
 
     def sum_(self, arrays, first_key=0):
         """Replace each array by its sum over all workers, in place.

@@ -254,6 +254,7 @@ def run_worker(
         )  # fmt: skip
         job = Worker(params, lr, shards, test_iter, save_to, ddp, device)
         job.stats['threads'] = threads
+        dist.barrier()  # every worker starts the clock together
         return job.train(
             epochs, done, device, batch_size * world, lr, stats_to,
             wait=wait_for([device]),
