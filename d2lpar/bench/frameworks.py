@@ -24,6 +24,8 @@ import sys
 import tempfile
 from time import perf_counter
 
+from .timing import span_text
+
 FRAMEWORKS = ('mxnet', 'pytorch')
 # The kinds a step's operators are summed by, in the order shown.
 KINDS = ('convolution', 'pooling', 'ReLU', 'dense', 'rest')
@@ -438,8 +440,9 @@ NAMES = {'mxnet': 'MXNet', 'pytorch': 'PyTorch'}
 
 
 def _span(values):
-    """'lowest-highest' of one setting's rounds (ms, one decimal)."""
-    return f'{min(values):.1f}-{max(values):.1f}'
+    """'lowest-highest' of one setting's rounds (ms, one decimal), one
+    number where both round alike (as the pages print a range)."""
+    return span_text(values, 1)
 
 
 def format_frameworks(result):
