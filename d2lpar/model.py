@@ -124,8 +124,8 @@ def relu(X):
     ``npx.relu`` runs MXNet's own element-wise kernel instead, which
     never uses more threads than MXNet's cap (half the logical CPUs on
     x86; :mod:`d2lpar.threads` says more);
-    :func:`d2lpar.bench.compare_relu` times the two
-    (:doc:`/book/frameworks`).
+    :func:`d2lpar.bench.compare_relu` times the two (see
+    :doc:`the frameworks page </book/frameworks>`).
 
     Examples
     --------

@@ -141,18 +141,21 @@ def compare_relu(
 
     ``npx.relu`` (MXNet's own element-wise kernel, held to MXNet's
     thread cap) against the library's :func:`d2lpar.model.relu`
-    (``Activation``: oneDNN's kernel on every thread the device has), on
-    one device given every core, on an input of LeNet's first ReLU's
-    shape. Both are warmed up, then each round times both, the first
-    alternating from round to round.
+    (``Activation``: oneDNN's kernel, which may use every thread the
+    device has), on one device given every core, on an input of LeNet's
+    first ReLU's shape. Both are warmed up, then each round times both,
+    the first alternating from round to round.
 
     Parameters
     ----------
-    rounds, steps, warmup : int, optional
-        Rounds; timed passes per round and function; untimed passes of
-        each function before the first round (with 10 the first round
-        was still up to twice as slow as the rest here; with 50 it was
-        not).
+    rounds : int, optional
+        Interleaved rounds.
+    steps : int, optional
+        Timed passes per round and function.
+    warmup : int, optional
+        Untimed passes of each function before the first round (with 10
+        the first round was still up to twice as slow as the rest here;
+        with 50 it was not).
     shape : tuple of int, optional
         The input's shape.
     fresh_process : bool, optional
