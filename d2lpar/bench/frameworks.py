@@ -24,6 +24,7 @@ import sys
 import tempfile
 from time import perf_counter
 
+from .step import _in_fresh_process
 from .timing import span_text
 
 FRAMEWORKS = ('mxnet', 'pytorch')
@@ -125,14 +126,6 @@ def _mxnet_devices(num_devices):
     return [mx.cpu(3 + i) for i in range(num_devices)]
 
 
-_RELU_SCRIPT = """
-import json
-from d2lpar.bench.frameworks import compare_relu
-print(json.dumps(compare_relu({rounds}, {steps}, {warmup}, {shape},
-                              fresh_process=False)))
-"""
-
-
 def compare_relu(
     rounds=5, steps=20, warmup=50, shape=(256, 20, 26, 26),
     fresh_process=True, timeout=300,
@@ -183,17 +176,8 @@ def compare_relu(
             f'rounds={rounds}, steps={steps}'
         )
     if fresh_process:
-        import json
-        import subprocess
-
-        script = _RELU_SCRIPT.format(
-            rounds=rounds, steps=steps, warmup=warmup, shape=tuple(shape)
-        )
-        out = subprocess.run(
-            [sys.executable, '-c', script], capture_output=True, text=True,
-            timeout=timeout, check=True,
-        ).stdout  # fmt: skip
-        return json.loads(out.strip().splitlines()[-1])
+        args = (rounds, steps, warmup, tuple(shape), False)
+        return _in_fresh_process({}, compare_relu, args, timeout)
     import numpy as onp
     from mxnet import autograd, np, npx
 
