@@ -69,6 +69,7 @@ _NAMES = {
     'run_job': 'engines',
     'measure_engine': 'engines',
     'format_engines': 'engines',
+    'by_kind': 'frameworks',
     'compare_frameworks': 'frameworks',
     'compare_relu': 'frameworks',
     'format_frameworks': 'frameworks',
