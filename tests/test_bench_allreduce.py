@@ -91,6 +91,15 @@ def _measured(k, nbytes, runs):
     ]
 
 
+def test_size_label_writes_kb_below_one_mb():
+    """Every benchmarked size reads in one unit form: kB below 10**6
+    bytes, MB from there, as the pages' prose writes them."""
+    labels = [ab.size_label(s) for s in ab.ALLREDUCE_SIZES]
+    assert labels == ['4 kB', '64 kB', '1 MB', '16 MB', '64 MB']
+    assert ab.size_label(999_999) == '999.999 kB'
+    assert ab.size_label(2_500_000) == '2.5 MB'
+
+
 def test_noise_is_the_gap_between_sharded_and_ring():
     """On two devices sharded and ring do the same transfers: the noise
     floor is the relative gap of their medians, whichever is slower."""

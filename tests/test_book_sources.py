@@ -695,3 +695,59 @@ def test_chapter_links_its_notebook(name):
     assert f'href="../notebooks/{stem}.ipynb"' in text, name
     if re.search(r'^#@tab pytorch', text, re.M):
         assert f'href="../notebooks/{stem}-pytorch.ipynb"' in text, name
+
+
+# A {doc} link without its own text prints the page's title.
+BARE_DOC = re.compile(r'\{doc\}`([^`<>]+)`')
+
+
+def colon_titled_pages():
+    """Pages whose title holds a colon ('split_batch: one shard per
+    device'): printed inside a sentence, such a title breaks it."""
+    titled = set()
+    for name in os.listdir(BOOK):
+        if name.endswith('.md'):
+            for line in open(os.path.join(BOOK, name)):
+                if line.startswith('# '):
+                    if ':' in line:
+                        titled.add(name[:-3])
+                    break
+    return titled
+
+
+def bare_links_to_colon_titles(text, titled):
+    """Each {doc} link in ``text`` that would print a title with a colon."""
+    return [
+        m.group(0)
+        for m in BARE_DOC.finditer(text)
+        if os.path.basename(m.group(1).strip()) in titled
+    ]
+
+
+@pytest.mark.parametrize(
+    'page',
+    PROSE_PAGES,
+    ids=lambda p: (
+        os.path.relpath(p, ROOT) if os.path.isabs(p) else f'book/{p}'
+    ),
+)
+def test_links_to_colon_titles_carry_their_own_text(page):
+    """A link to a page whose title has a colon gives short text of its
+    own ({doc}`the concise chapter <concise>`), so that no sentence reads
+    'Exercise 1 of The concise version: the framework does the
+    bookkeeping times ...'."""
+    titled = colon_titled_pages()
+    assert 'concise' in titled  # the rule reads the titles
+    text = open(os.path.join(BOOK, page)).read()
+    assert bare_links_to_colon_titles(text, titled) == []
+
+
+def test_bare_link_to_colon_title_is_caught():
+    titled = colon_titled_pages()
+    assert bare_links_to_colon_titles('see {doc}`concise`.', titled) != []
+    assert (
+        bare_links_to_colon_titles(
+            'see {doc}`the concise chapter <concise>`.', titled
+        )
+        == []
+    )

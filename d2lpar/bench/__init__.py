@@ -56,6 +56,7 @@ _NAMES = {
     'interleaved_runs': 'allreduce',
     'measure_allreduce': 'allreduce',
     'format_allreduce_row': 'allreduce',
+    'size_label': 'allreduce',
     'find_allreduce_row': 'allreduce',
     'allreduce_noise': 'allreduce',
     'allreduce_verdict': 'allreduce',

@@ -386,6 +386,16 @@ def format_allreduce_row(row):
     )
 
 
+def size_label(nbytes):
+    """A size as the pages write it: ``'4 kB'`` below 1 MB, else ``'64 MB'``.
+
+    kB = 10**3 bytes, MB = 10**6 bytes; ``:g`` drops trailing zeros.
+    """
+    if nbytes < 1e6:
+        return f'{nbytes / 1e3:g} kB'
+    return f'{nbytes / 1e6:g} MB'
+
+
 def find_allreduce_row(rows, k, nbytes, name):
     """The row of :func:`measure_allreduce` for ``k`` devices, ``nbytes`` and ``name``.
 

@@ -304,10 +304,11 @@ def fixed_cost(rows, setup):
     """What a setup's step costs beyond its model, told apart from the
     transfers, from the rows of :func:`measure_network`.
 
-    At the fastest rate the transfers cost little, so the excess of the
-    measured step over the model (:func:`best_model`) is taken as a cost
-    per step that the model leaves out (processes sharing the cores, the
-    scheduler's messages); at the slowest rate that cost is taken off
+    At the fastest rate the excess of the measured step over the model
+    (:func:`best_model`) is taken as a cost per step that the model
+    leaves out (processes sharing the cores, the scheduler's messages,
+    a mean step against the fastest compute step), assumed the same at
+    every rate; at the slowest rate that cost is taken off
     the measured step, and what remains beyond the compute is set beside
     the model's transfer time.
 

@@ -2,7 +2,7 @@
 
 A check reports the first mistake it recognises in a case; the codes are
 short so that an autograder can count them and a teacher can grep them.
-Each code below is followed by the hint a report prints with it:
+In MXNet (``import d2lpar as dp``):
 """
 
 # code: hint shown to the student
