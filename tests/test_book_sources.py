@@ -517,6 +517,15 @@ PROSE_PAGES = PAGES + sorted(
     if f.endswith('.md')
 )
 
+# Every book and homework page, each test named by the page's path.
+each_prose_page = pytest.mark.parametrize(
+    'page',
+    PROSE_PAGES,
+    ids=lambda p: (
+        os.path.relpath(p, ROOT) if os.path.isabs(p) else f'book/{p}'
+    ),
+)
+
 
 def positional_references(text):
     """Each phrase of a page's prose that points at another page by its
@@ -531,13 +540,7 @@ def positional_references(text):
     return found
 
 
-@pytest.mark.parametrize(
-    'page',
-    PROSE_PAGES,
-    ids=lambda p: (
-        os.path.relpath(p, ROOT) if os.path.isabs(p) else f'book/{p}'
-    ),
-)
+@each_prose_page
 def test_no_positional_cross_references(page):
     """Book and homework pages name other pages with {doc} links, never
     by position ('the next chapter', 'an earlier chapter'), outside code
@@ -725,13 +728,7 @@ def bare_links_to_colon_titles(text, titled):
     ]
 
 
-@pytest.mark.parametrize(
-    'page',
-    PROSE_PAGES,
-    ids=lambda p: (
-        os.path.relpath(p, ROOT) if os.path.isabs(p) else f'book/{p}'
-    ),
-)
+@each_prose_page
 def test_links_to_colon_titles_carry_their_own_text(page):
     """A link to a page whose title has a colon gives short text of its
     own ({doc}`the concise chapter <concise>`), so that no sentence reads
