@@ -273,10 +273,12 @@ def interleaved_runs(fns, rounds, repeats=1, warmup=2):
 
     First every function runs ``warmup`` times untimed; then each of
     ``rounds`` rounds times every function in turn (the median of
-    ``repeats`` runs). A burst of other work on the machine then slows
-    one round of several functions, not every round of one, and the
-    spread of each function's rounds shows how far a comparison can be
-    trusted (:func:`d2lpar.bench.compare_times`).
+    ``repeats`` runs), in the given order in even rounds and reversed in
+    odd ones, so that no function always runs first or right after the
+    same neighbour. A burst of other work on the machine then slows one
+    round of several functions, not every round of one, and the spread
+    of each function's rounds shows how far a comparison can be trusted
+    (:func:`d2lpar.bench.compare_times`).
 
     Parameters
     ----------
@@ -300,8 +302,9 @@ def interleaved_runs(fns, rounds, repeats=1, warmup=2):
             fn()
     npx.waitall()
     runs = {name: [] for name in fns}
-    for _ in range(rounds):
-        for name, fn in fns.items():
+    order = list(fns.items())
+    for r in range(rounds):
+        for name, fn in order if r % 2 == 0 else order[::-1]:
             runs[name].append(median_seconds(fn, repeats, 0))
     return runs
 
