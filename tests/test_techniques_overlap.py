@@ -72,17 +72,19 @@ def _scripted_timer(monkeypatch, seconds):
     from d2lpar.bench import timing
 
     order, left = [], {name: iter(s) for name, s in seconds.items()}
+    seen = []  # the allreduces the current timing's step called
 
     def median_seconds(fn, repeats, warmup):
+        seen.clear()
         fn()
+        order.append(seen[0])
         return next(left[order[-1]])
 
     monkeypatch.setattr(timing, 'median_seconds', median_seconds)
 
     def named(name):
         def allreduce(data):
-            if not order or order[-1] != name:
-                order.append(name)
+            seen.append(name)
             dp.allreduce(data)
 
         return allreduce
@@ -92,17 +94,19 @@ def _scripted_timer(monkeypatch, seconds):
 
 
 def test_time_overlap_interleaves_configurations_by_round(monkeypatch):
-    """Every round times each configuration once, in the order given (a
-    busy moment slows one round of one configuration, not the
-    comparison), each with its own options; per_round=True returns each
-    configuration's medians in round order."""
+    """Every round times each configuration once, in the order given and
+    reversed every other round (a busy moment slows one round of one
+    configuration, not the comparison; none is always timed first), each
+    with its own options; per_round=True returns each configuration's
+    medians in round order."""
     seconds = {'serial': [0.3, 0.1, 0.2], 'overlap': [0.2, 0.4, 0.25]}
     configs, order = _scripted_timer(monkeypatch, seconds)
     times = overlap.time_overlap(
         configs, [mx.cpu(0), mx.cpu(1)], batch_size=8, rounds=3,
         per_round=True,
     )  # fmt: skip
-    assert order == ['serial', 'overlap'] * 3
+    assert order == ['serial', 'overlap', 'overlap', 'serial',
+                     'serial', 'overlap']  # fmt: skip
     assert times == seconds
 
 

@@ -101,8 +101,10 @@ def time_overlap(
     Taught in :doc:`/book/overlap`. Every round
     times each configuration once (``repeats`` steps each, ended by
     ``npx.waitall()``), so a busy moment of the machine slows one round
-    of one configuration rather than the comparison; the fastest round
-    is kept.
+    of one configuration rather than the comparison; the order is
+    reversed every other round, as in
+    :func:`d2lpar.bench.interleaved_runs`, so that no configuration is
+    always timed first or last. The fastest round is kept.
 
     Parameters
     ----------
@@ -136,8 +138,9 @@ def time_overlap(
     y = np.array(rng.integers(0, 10, batch_size), dtype='int32')
     start = init_lenet_params(seed, 0.1)
     best, medians = {}, {name: [] for name in configs}
-    for _ in range(rounds):
-        for name, options in configs.items():
+    order = list(configs.items())
+    for r in range(rounds):
+        for name, options in order if r % 2 == 0 else order[::-1]:
             device_params = [get_params(start, d) for d in devices]
             median = median_seconds(
                 functools.partial(
