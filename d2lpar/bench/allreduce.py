@@ -18,8 +18,8 @@ thing each, here and in the chapters:
   at one copy's memory bandwidth, computed, not measured
   (:func:`d2lpar.comm.memory_traffic`).
 - **floor**: at ``k = 2`` the sharded and ring allreduces do
-  equivalent work; the gap between their times, in the fixed order of
-  every round, is the smallest relative difference stated
+  equivalent work; the gap between their times, in rounds whose order
+  reverses every other round, is the smallest relative difference stated
   (:func:`allreduce_noise`). :func:`allreduce_verdict` states a
   difference only when it is larger and every run agrees.
 - **targets**: :data:`TARGETS`, ratios the command line reports for
@@ -418,10 +418,11 @@ def allreduce_noise(rows, nbytes, k=2):
 
     On two devices the sharded and the ring allreduce make the same
     transfers (each device sends half the array, adds, sends the summed
-    half back); they differ in which half each device reduces. Every
-    round runs them in a fixed order, the sharded row right after
-    ``'naive (reused)'``, so the gap between their median times mixes
-    the machine's noise with each row's place in the round.
+    half back); they differ in which half each device reduces. The
+    rounds run the rows in the table's order and its reverse in turn
+    (:func:`interleaved_runs`), so the gap between their median times
+    mixes the machine's noise with whatever effect of a row's place in
+    the round the alternation leaves.
 
     Parameters
     ----------
