@@ -599,6 +599,20 @@ def glued_phrases(text):
             return max(render(node.body), render(node.orelse), key=count)
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
             return render(node.left) + render(node.right)
+        # A phrase picked from typed alternatives ({...}[key] or
+        # {...}.get(key, default)) is glued as its wordiest alternative.
+        if isinstance(node, ast.Subscript) and isinstance(
+            node.value, ast.Dict
+        ):
+            return max(map(render, node.value.values), key=count)
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == 'get'
+            and isinstance(node.func.value, ast.Dict)
+        ):
+            branches = node.func.value.values + node.args[1:]
+            return max(map(render, branches), key=count)
         return ' X '
 
     def count(text):
@@ -650,8 +664,13 @@ def test_assembled_glue_is_caught():
         "dp.glue_text('b', ' and '.join(map(str, ks)))",
         "dp.glue_text('c', 'one device' if n == 1 else f'{n} devices "
         "and some more words')",
+        "dp.glue_text('g', {'a': 'faster', 'b': 'slower in every round "
+        "but one'}[v])",
+        "dp.glue_text('h', {'a': 'faster'}.get(v, 'neither faster nor "
+        "slower here'))",
     ]
     good = [
+        "dp.glue_text('i', {'a': 'faster than', 'b': 'slower than'}[v])",
         "dp.glue_text('d', f'{x:.1f}')",
         "dp.glue_text('e', f'{x:.1f} ms per step')",
         "dp.glue_text('f', 'faster' if a < b else 'not measurably faster')",
@@ -660,6 +679,8 @@ def test_assembled_glue_is_caught():
         "'a'",
         "'b'",
         "'c'",
+        "'g'",
+        "'h'",
     ]
     assert glued_phrases(cell % '\n'.join(good)) == []
 
