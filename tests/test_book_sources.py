@@ -605,6 +605,13 @@ def glued_phrases(text):
             node.value, ast.Dict
         ):
             return max(map(render, node.value.values), key=count)
+        # ... or from a dict the page names first (word = {...}; word[v]).
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in named_dicts
+        ):
+            return max(map(render, named_dicts[node.value.id]), key=count)
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -623,12 +630,23 @@ def glued_phrases(text):
     def words(node):
         return count(render(node))
 
-    found = []
+    trees = []
     for _, code in cells_with_tags(text):
         try:
-            tree = ast.parse(re.sub(r'^[%!].*$', '', code, flags=re.M))
+            trees.append(ast.parse(re.sub(r'^[%!].*$', '', code, flags=re.M)))
         except SyntaxError:
             continue
+    named_dicts = {  # every value a name bound to a dict literal holds
+        node.targets[0].id: node.value.values
+        for tree in trees
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and isinstance(node.value, ast.Dict)
+    }
+    found = []
+    for tree in trees:
         for node in ast.walk(tree):
             if not (
                 isinstance(node, ast.Call)
@@ -668,6 +686,8 @@ def test_assembled_glue_is_caught():
         "but one'}[v])",
         "dp.glue_text('h', {'a': 'faster'}.get(v, 'neither faster nor "
         "slower here'))",
+        "says = {'a': 'faster', 'b': 'slower in every round but one'}",
+        "dp.glue_text('j', says[v])",
     ]
     good = [
         "dp.glue_text('i', {'a': 'faster than', 'b': 'slower than'}[v])",
@@ -681,6 +701,7 @@ def test_assembled_glue_is_caught():
         "'c'",
         "'g'",
         "'h'",
+        "'j'",
     ]
     assert glued_phrases(cell % '\n'.join(good)) == []
 
