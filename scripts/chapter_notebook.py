@@ -572,11 +572,16 @@ def strip_glue(stmt, text, first, needed, asserts=False):
             for s in gone:
                 drop |= set(range(s.lineno - 1 - first, s.end_lineno - first))
             if gone and len(gone) == len(body):
-                keep_one[body[0].lineno - 1 - first] = body[0].col_offset
+                keep_one[body[0].lineno - 1 - first] = (
+                    body[0].col_offset,
+                    getattr(node, 'lineno', first + 1) - 1 - first,
+                )
     out = []
     for i, line in enumerate(lines):
         if i in keep_one:
-            out.append(' ' * keep_one[i] + 'pass')
+            col, owner = keep_one[i]
+            if owner not in drop:  # an emptied body whose block stays
+                out.append(' ' * col + 'pass')
         elif i not in drop:
             out.append(line)
     return '\n'.join(out)

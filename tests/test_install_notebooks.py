@@ -330,3 +330,24 @@ def test_notebook_runs_in_plain_jupyter(chapter, tmp_path):
             shown = str(cell.outputs)
             name = cell.source.splitlines()[0].split('.')[-1].rstrip(')')
             assert f'def {name}' in shown or f'class {name}' in shown, name
+
+
+def test_a_nested_glue_only_loop_goes_whole(tmp_path):
+    """A loop of only glue calls inside a kept loop goes with its header:
+    no stray ``pass`` is left at the inner body's indentation (the buckets
+    page's notebook once failed to parse on one)."""
+    page = tmp_path / 'page.md'
+    page.write_text(
+        '---\njupytext:\n  text_representation:\n    extension: .md\n'
+        '    format_name: myst\nkernelspec:\n  display_name: Python 3\n'
+        '  language: python\n  name: python3\n---\n\n# Page\n\n'
+        '```{code-cell} ipython3\nimport d2lpar as dp\n'
+        'for name in "ab":\n    print(name)\n'
+        '    for key in "xy":\n'
+        '        dp.glue_text(name + key, key)\n'
+        '    dp.glue_text(name, name)\n```\n'
+    )
+    nb = chapter_notebook.convert(str(page))
+    code = [c.source for c in nb.cells if c.cell_type == 'code']
+    assert code == ['import d2lpar as dp\nfor name in "ab":\n    print(name)']
+    ast.parse(code[0])

@@ -71,6 +71,7 @@ _NAMES = {
     'measure_engine': 'engines',
     'format_engines': 'engines',
     'by_kind': 'frameworks',
+    'op_kind': 'frameworks',
     'compare_frameworks': 'frameworks',
     'compare_relu': 'frameworks',
     'format_frameworks': 'frameworks',
