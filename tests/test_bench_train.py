@@ -60,7 +60,7 @@ def test_format_training_ratios():
              batch_size=256)
     )  # fmt: skip
     last = text.splitlines()[-2].split()
-    # x limit, speed-up vs d2l, then every run in order
+    # x limit, speed-up vs d2l, then every round in order
     assert last[-5:] == ['2.50x', '2.00x', '48.0', '50.0', '53.0']
     ranged = bt.format_training(
         dict(rows=rows, flops_per_step=3.4e9, gflops=160.0,

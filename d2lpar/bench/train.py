@@ -446,7 +446,7 @@ def format_training(result):
         f'GFLOP/s (the faster matrix product on {result["cores"]} cores, '
         f'best of {_range(result)}) = {rows[0]["limit_ms"]:.1f} ms',
         f'{"path":>9} {"devices":>8} {"ms/step":>9} {"x limit":>8} '
-        f'{"vs d2l":>7}  each run (ms/step)',
+        f'{"vs d2l":>7}  each round (ms/step)',
     ]
     for r in rows:
         d2l = base.get(('d2l', r['devices']), float('nan'))
@@ -469,8 +469,8 @@ def format_training(result):
         )
     lines.append(
         "x limit: ms/step over the limit above; vs d2l: d2l's ms/step "
-        "over this row's; a verdict of faster or slower needs every run "
-        'of one setting below every run of the other'
+        "over this row's; a verdict of faster or slower needs every round "
+        'of one setting below every round of the other'
     )
     if 'torch_skipped' in result:
         lines += _torch_lines(result)
