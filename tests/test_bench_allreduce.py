@@ -262,3 +262,19 @@ def test_targets_verdicts_and_reasons():
     assert naive.endswith('target 3.0x: met')
     assert '0.80x vs kvstore device' in kv and kv.endswith('missed')
     assert ab.allreduce_targets(_rows(2, 1_000_000, times)) == []
+
+
+def test_measure_allreduce_times_one_call_per_row_and_round(monkeypatch):
+    """A round of measure_allreduce is a single call of each row (the
+    buckets page contrasts it with its own median of five calls): every
+    timing asks for one repeat, and each row is timed once per round."""
+    asked = []
+    monkeypatch.setattr(
+        ab,
+        'median_seconds',
+        lambda fn, repeats, warmup: asked.append(repeats) or 1.0,
+    )
+    rows = ab.measure_allreduce((2,), (4_000,), repeats=3, progress=None)
+    assert set(asked) == {1}
+    assert len(asked) == 3 * len(rows)
+    assert all(r['runs'] == [1.0] * 3 for r in rows)
