@@ -45,9 +45,10 @@ reports and mistake table) are the library's own, shared.
 One side effect on import: where MXNet was imported before (``import
 d2lpar`` imports it today), PyTorch's operators are given every core
 again (``torch.set_num_threads``), unless ``OMP_NUM_THREADS`` is set:
-importing MXNet leaves the process's OpenMP setting, which PyTorch reads,
-at one thread (measured: 2 threads before ``import mxnet``, 1 after),
-so PyTorch would run on one core. MXNet imported after this module
+importing MXNet sets the process's OpenMP count, which PyTorch reads, to
+MXNet's cap, half the logical CPUs on x86 (measured on a 2-core machine:
+2 threads before ``import mxnet``, 1 after), so PyTorch would run on
+half the cores. MXNet imported after this module
 would lower it again; d2lpar's import hook then calls
 :func:`use_every_core` itself (:mod:`d2lpar._runtime`, item 7).
 
