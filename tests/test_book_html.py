@@ -123,7 +123,7 @@ def test_limit_page_as_a_reader_sees_it(tmp_path):
     assert re.search(r'At that rate a step would take \d+\.\d ms', text)
     # The same range as the training page: one measurement, read twice.
     assert re.search(
-        r'\d+ ms on one device and \d+ ms on two \(medians of \d+ '
+        r'\d+\.\d ms on one device and \d+\.\d ms on two \(medians of \d+ '
         r'rounds\), \d+\.\d+ and \d+\.\d+ times the limit; per step, two '
         r'devices ran \d+\.\d{2,} to \d+\.\d{2,} times as fast as one',
         text,
