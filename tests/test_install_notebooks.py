@@ -156,6 +156,14 @@ def test_notebook_has_no_plumbing(chapter):
         assert not unbound, (unbound, cell.source[:300])
 
 
+# The front matter of a MyST page, for the converter's tests' pages.
+PAGE_HEADER = (
+    '---\njupytext:\n  text_representation:\n    extension: .md\n'
+    '    format_name: myst\nkernelspec:\n  display_name: Python 3\n'
+    '  language: python\n  name: python3\n---\n\n# Page\n\n'
+)
+
+
 def test_plumbing_goes_and_what_is_read_stays(tmp_path):
     """The pruning can fail and keeps what it must: from removed cells
     the glue, the asserts, the ``del`` of names and the names nothing
@@ -163,10 +171,7 @@ def test_plumbing_goes_and_what_is_read_stays(tmp_path):
     visible cell loses only its glue calls."""
     page = tmp_path / 'page.md'
     page.write_text(
-        '---\njupytext:\n  text_representation:\n    extension: .md\n'
-        '    format_name: myst\nkernelspec:\n  display_name: Python 3\n'
-        '  language: python\n  name: python3\n---\n\n# Page\n\n'
-        '```{code-cell} ipython3\n:tags: [remove-cell]\n'
+        PAGE_HEADER + '```{code-cell} ipython3\n:tags: [remove-cell]\n'
         '%matplotlib inline\nimport os\nimport d2lpar as dp\n'
         'n = 3\nunused = n + 1\nassert unused == 4\n'
         "for k in range(2):\n    dp.glue_text(f'x{k}', str(k))\n```\n\n"
@@ -338,10 +343,7 @@ def test_a_nested_glue_only_loop_goes_whole(tmp_path):
     page's notebook once failed to parse on one)."""
     page = tmp_path / 'page.md'
     page.write_text(
-        '---\njupytext:\n  text_representation:\n    extension: .md\n'
-        '    format_name: myst\nkernelspec:\n  display_name: Python 3\n'
-        '  language: python\n  name: python3\n---\n\n# Page\n\n'
-        '```{code-cell} ipython3\nimport d2lpar as dp\n'
+        PAGE_HEADER + '```{code-cell} ipython3\nimport d2lpar as dp\n'
         'for name in "ab":\n    print(name)\n'
         '    for key in "xy":\n'
         '        dp.glue_text(name + key, key)\n'
