@@ -164,14 +164,21 @@ PAGE_HEADER = (
 )
 
 
+def converted(tmp_path, body):
+    """The converted notebook of a MyST page whose body is ``body``."""
+    page = tmp_path / 'page.md'
+    page.write_text(PAGE_HEADER + body)
+    return chapter_notebook.convert(str(page))
+
+
 def test_plumbing_goes_and_what_is_read_stays(tmp_path):
     """The pruning can fail and keeps what it must: from removed cells
     the glue, the asserts, the ``del`` of names and the names nothing
     reads go (a cell of only that goes whole), a name a visible cell reads stays, and a
     visible cell loses only its glue calls."""
-    page = tmp_path / 'page.md'
-    page.write_text(
-        PAGE_HEADER + '```{code-cell} ipython3\n:tags: [remove-cell]\n'
+    nb = converted(
+        tmp_path,
+        '```{code-cell} ipython3\n:tags: [remove-cell]\n'
         '%matplotlib inline\nimport os\nimport d2lpar as dp\n'
         'n = 3\nunused = n + 1\nassert unused == 4\n'
         "for k in range(2):\n    dp.glue_text(f'x{k}', str(k))\n```\n\n"
@@ -180,9 +187,8 @@ def test_plumbing_goes_and_what_is_read_stays(tmp_path):
         "dp.glue_text('m', str(m))\nprint(m)\n```\n\n"
         '```{code-cell} ipython3\n:tags: [remove-cell]\n'
         "import os as other\nassert m == 6\ndp.glue_text('k', str(m))\n"
-        'del other\n```\n'
+        'del other\n```\n',
     )
-    nb = chapter_notebook.convert(str(page))
     code = [c.source for c in nb.cells if c.cell_type == 'code']
     assert code == [
         '%matplotlib inline\nn = 3',  # dp is read by glue calls only
@@ -341,15 +347,14 @@ def test_a_nested_glue_only_loop_goes_whole(tmp_path):
     """A loop of only glue calls inside a kept loop goes with its header:
     no stray ``pass`` is left at the inner body's indentation (the buckets
     page's notebook once failed to parse on one)."""
-    page = tmp_path / 'page.md'
-    page.write_text(
-        PAGE_HEADER + '```{code-cell} ipython3\nimport d2lpar as dp\n'
+    nb = converted(
+        tmp_path,
+        '```{code-cell} ipython3\nimport d2lpar as dp\n'
         'for name in "ab":\n    print(name)\n'
         '    for key in "xy":\n'
         '        dp.glue_text(name + key, key)\n'
-        '    dp.glue_text(name, name)\n```\n'
+        '    dp.glue_text(name, name)\n```\n',
     )
-    nb = chapter_notebook.convert(str(page))
     code = [c.source for c in nb.cells if c.cell_type == 'code']
     assert code == ['import d2lpar as dp\nfor name in "ab":\n    print(name)']
     ast.parse(code[0])
