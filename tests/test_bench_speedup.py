@@ -251,3 +251,11 @@ def test_kept_rounds_leave_out_the_same_rounds_as_the_speedups():
     del result['after']
     with pytest.raises(ValueError, match='after=True'):
         speedup.kept_rounds(result, 'after')
+
+
+def test_slow_rounds_names_rounds_over_twice_the_fastest():
+    """A round over ``factor`` times the fastest is named, one at exactly
+    that bound is not; the factor can be changed."""
+    assert speedup.slow_rounds([10.0, 20.0, 20.5, 9.0]) == [1, 2]
+    assert speedup.slow_rounds([10.0, 20.0, 31.0], factor=3.0) == [2]
+    assert speedup.slow_rounds([10.0, 20.0]) == []  # exactly twice

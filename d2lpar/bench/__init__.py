@@ -104,6 +104,7 @@ _NAMES = {
     'time_resnet18': 'resnet',
     'two_devices': 'speedup',
     'disturbed_rounds': 'speedup',
+    'slow_rounds': 'speedup',
     'speedups': 'speedup',
     'speedup_range': 'speedup',
     'kept_rounds': 'speedup',

@@ -125,6 +125,20 @@ def two_devices(path=None, progress=None):
     return dict(result, reused=False)
 
 
+def slow_rounds(times, factor=2.0):
+    """Indices of the rounds in ``times`` that took over ``factor`` times
+    the fastest: the first rule of :func:`disturbed_rounds`, for one
+    setting's rounds (the measuring page applies it to allreduce rows).
+
+    Examples
+    --------
+    >>> slow_rounds([1.0, 1.1, 2.5, 0.9])
+    [2]
+    """
+    fastest = min(times)
+    return [i for i, t in enumerate(times) if t > factor * fastest]
+
+
 def disturbed_rounds(result, factor=2.0, path='d2lpar'):
     """Rounds in which a setting of ``path`` took over ``factor`` times its
     fastest round, or in which ``k`` devices ran more than ``k`` times as
@@ -142,11 +156,7 @@ def disturbed_rounds(result, factor=2.0, path='d2lpar'):
     one = None
     for row in result['rows']:
         if row['path'] == path:
-            fastest = min(row['rounds'])
-            bad |= {
-                i for i, ms in enumerate(row['rounds'])
-                if ms > factor * fastest
-            }  # fmt: skip
+            bad |= set(slow_rounds(row['rounds'], factor))
             if row['devices'] == 1:
                 one = row['rounds']
     for row in result['rows']:
