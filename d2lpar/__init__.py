@@ -41,8 +41,8 @@ hook, ``cpu(0)``'s threads), when, and why, is listed in one place,
 
 Training through the library (``train_batch``, ``train``,
 ``train_concise``) also sets how many OpenMP threads each CPU device's
-worker uses: all cores for one device, ``cores // k`` each for k
-devices (``thread_budget``; MXNet's default is half the processors per
+worker uses: all cores for one device, ``max(1, cores // k)`` each for
+k devices (``thread_budget``; MXNet's default is half the processors per
 device on x86, ``threads.mxnet_default_threads``). A device that has
 trained beside others keeps its share for the rest of the process.
 """

@@ -41,7 +41,7 @@ def cores_per_device(step):
 
     Before the step runs, :func:`d2lpar.thread_budget` gives the CPU
     devices of its ``devices`` argument their share of the machine's
-    cores (one device every core, k devices ``cores // k`` each;
+    cores (one device every core, k devices ``max(1, cores // k)`` each;
     :doc:`/book/machine-limit` explains why). Cheap when nothing changes, so
     every step of the library wears it and a loop written by hand needs
     no thread setting of its own; the step's body says nothing of
@@ -353,7 +353,7 @@ def train(
     above 1); after each epoch the test accuracy is computed on the first
     device. The steps give the devices their share of the cores
     (:func:`d2lpar.training.cores_per_device`): one device every core, k
-    devices ``cores // k`` each.
+    devices ``max(1, cores // k)`` each.
 
     Parameters
     ----------

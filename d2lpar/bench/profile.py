@@ -147,9 +147,11 @@ def profile_training(configs=PROFILES, batch_size=256, steps=10,
     (:func:`d2lpar.train_batch`'s four phases, on one minibatch in
     memory). It is timed once as is, and once with every phase (forward
     with the loss, backward, allreduce, update) ended by ``npx.waitall()``,
-    an explicit synchronisation point; the synchronised phases add up to
-    more than the step by the time the devices then spend waiting for
-    Python to queue the next phase (``waiting``). MXNet's profiler times
+    an explicit synchronisation point. After each such point the devices
+    wait while Python queues the next phase (``waiting``), time the
+    unsynchronised step can hide; whether the phases' sum comes out above
+    the step depends also on the steps' own spread (:doc:`/book/step-profile`
+    compares them). MXNet's profiler times
     every operator of the unsynchronised step.
 
     Parameters
