@@ -186,6 +186,7 @@ CONSTANTS = {
     '1e-4',
     '2019',
     '2020',
+    '2022',
     '784',
     '25 MiB',  # citations, 28*28 pixels, DDP's bucket (bucket_cap_mb=25)
     '1 MiB',  # DDP's first bucket (dist._DEFAULT_FIRST_BUCKET_BYTES)

@@ -34,9 +34,11 @@ MISTAKES = {
     'homework is to write the algorithm, moving and adding the arrays '
     'yourself (copyto, as_in_ctx, +=).',
     'mixed-devices': 'One operation (a + b, a[:] += b) used arrays '
-    'on two devices. MXNet allows it between CPU contexts, which share '
-    'one memory, but GPUs do not, and the check cannot count what it '
-    'moves: copy first (b.as_in_ctx(a.ctx)), then add.',
+    'on two devices. MXNet checks only that the operands are all on '
+    'CPUs or all on GPUs, so it runs between CPU contexts, which share '
+    'one memory; between GPUs, which do not, the operator would read '
+    "another GPU's memory directly, if at all, and the check cannot "
+    'count what it moves: copy first (b.as_in_ctx(a.ctx)), then add.',
     'not-a-tree': 'The sum is right, but some device moves more arrays '
     'than a tree lets it: pair devices up (0 with 1, 2 with 3, then 0 '
     'with 2, ...) instead of gathering everything on one device.',
