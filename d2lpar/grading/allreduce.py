@@ -173,9 +173,11 @@ def check_allreduce(fn, shape=None):
     sharded and ring allreduces all fit this signature. It must not call
     the library's collectives (``dp.allreduce``, ``dp.ring_allreduce``,
     ...): that is the ``calls-library`` mistake. Every operation
-    other than a copy must use arrays of one device: MXNet lets ``a + b``
-    mix two CPU contexts without a copy, which GPUs do not
-    (``mixed-devices``).
+    other than a copy must use arrays of one device: MXNet checks only
+    that the operands are all on CPUs or all on GPUs, so ``a + b`` mixes
+    two CPU contexts without a copy, and between GPUs would read the
+    other GPU's memory directly, where peer access allows it at all;
+    either way the transfer is hidden (``mixed-devices``).
 
     Parameters
     ----------
