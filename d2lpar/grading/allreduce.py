@@ -131,10 +131,12 @@ def mixed_devices(spy):
     """A ``mixed-devices`` finding when an operation other than a copy
     read or wrote arrays on two devices (:attr:`Spy.mixed`), else None.
 
-    Between CPU contexts MXNet runs ``a + b`` or ``a[:] += b`` with
-    ``a`` and ``b`` on different devices without a copy, so the
-    transfers would go uncounted; GPUs, which do not share memory, give
-    no such shortcut.
+    MXNet checks only that an operation's arrays are all on CPUs or all
+    on GPUs: between CPU contexts it runs ``a + b`` or ``a[:] += b``
+    with ``a`` and ``b`` on different devices without a copy, and
+    between GPUs it would read the other GPU's memory directly, where
+    peer access allows it at all; either way the transfers would go
+    uncounted.
     """
     if not spy.mixed:
         return None
