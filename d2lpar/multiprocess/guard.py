@@ -5,10 +5,12 @@ program as ``python`` itself would. When it ends with an exception or
 ``sys.exit(n)`` with ``n != 0``, the guard prints the error, flushes the
 output and ends the process with ``os._exit``, skipping the interpreter's
 shutdown. That shutdown is where a ps-lite worker hangs: the distributed
-kvstore's destructor calls ps-lite's ``Finalize``, a barrier that waits
-for every other worker to finalize too, and the other workers are still
+kvstore's destructor (MXNet 1.9's ``~KVStoreDist``) first waits at a
+barrier of all workers, then (rank 0) tells the servers to stop, then
+calls ps-lite's ``Finalize``, a barrier of every process of the job; a
+failed worker hangs in the first, since the other workers are still
 training, waiting in their next push for the one that failed. A worker
-that succeeds exits normally, through the barrier, as ps-lite expects.
+that succeeds exits normally, through the barriers, as ps-lite expects.
 
 The launcher (:func:`d2lpar.multiprocess.launch`) runs every Python
 worker command through this file, by path, so it works for any script
@@ -132,8 +134,9 @@ def install_guard():
 
     After an uncaught exception, or ``sys.exit(n)``/``exit(n)`` with
     ``n != 0``, the process ends with that status as soon as the
-    interpreter starts to shut down, before threads are joined or
-    ``atexit`` runs (where ps-lite's barrier would wait forever). A
+    interpreter starts to shut down, before threads are joined,
+    ``atexit`` runs or the kvstore is freed (its destructor's barrier
+    would wait forever). A
     successful exit shuts down as usual. ``raise SystemExit(n)`` itself
     cannot be seen this way (only :func:`run_guarded` catches it).
     """
