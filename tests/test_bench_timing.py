@@ -89,3 +89,14 @@ def test_span_text_prints_one_number_when_the_ends_agree():
     assert span_text([0.121, 0.124], 2, ' to ') == '0.12'
     with pytest.raises(ValueError, match='no values'):
         span_text([])
+
+
+def test_where_in_places_a_value_against_a_range_ends_included():
+    """Below the lowest, above the highest, and within otherwise, the
+    ends themselves counting as within; the order of the values does not
+    matter."""
+    assert timing.where_in(3.9, [5.0, 4.0]) == 'below'
+    assert timing.where_in(5.1, [5.0, 4.0]) == 'above'
+    assert timing.where_in(4.0, [5.0, 4.0]) == 'within'
+    assert timing.where_in(5.0, [5.0, 4.0]) == 'within'
+    assert timing.where_in(4.5, [4.5]) == 'within'

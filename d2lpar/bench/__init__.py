@@ -110,6 +110,7 @@ _NAMES = {
     'kept_rounds': 'speedup',
     'ratio_text': 'timing',
     'span_text': 'timing',
+    'where_in': 'timing',
     'MXNET_DEFAULT_TEMP_COPY': 'step',
     'time_steps': 'step',
     'compare_steps': 'step',

@@ -170,6 +170,23 @@ def span_text(values, digits=0, sep='-'):
     return low if low == high else f'{low}{sep}{high}'
 
 
+def where_in(value, values):
+    """Where ``value`` lies against the range of ``values``: ``'below'``
+    its lowest, ``'above'`` its highest, else ``'within'`` (an end counts
+    as within).
+
+    Examples
+    --------
+    >>> where_in(3.0, [4.0, 5.0]), where_in(5.0, [4.0, 5.0])
+    ('below', 'within')
+    """
+    if value < min(values):
+        return 'below'
+    if value > max(values):
+        return 'above'
+    return 'within'
+
+
 def interleaved(fns, rounds=3, repeats=5, warmup=1):
     """Time several functions side by side, robust to a busy machine.
 

@@ -18,8 +18,9 @@ from ..workers import ENGINES, KVSTORES
 # Every distributed kvstore this process created. Its destructor waits
 # at a barrier of all workers before ps-lite's Finalize (a barrier of
 # every process of the job): freed while an exception unwinds (the other
-# workers still training), it would block this process forever. Kept here, it is freed only at interpreter
-# shutdown, which a failed worker skips (see d2lpar.multiprocess.guard).
+# workers still training), it would block this process forever. Kept
+# here, it is freed only at interpreter shutdown, which a failed worker
+# skips (see d2lpar.multiprocess.guard).
 _KEEP_ALIVE = []
 
 

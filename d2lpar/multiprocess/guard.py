@@ -6,11 +6,12 @@ program as ``python`` itself would. When it ends with an exception or
 output and ends the process with ``os._exit``, skipping the interpreter's
 shutdown. That shutdown is where a ps-lite worker hangs: the distributed
 kvstore's destructor (MXNet 1.9's ``~KVStoreDist``) waits for all of
-the engine's queued operations, then at a barrier of all workers, then (rank 0) tells the servers to stop, then
-calls ps-lite's ``Finalize``, a barrier of every process of the job; a
-failed worker hangs in the first, since the other workers are still
-training, waiting in their next push for the one that failed. A worker
-that succeeds exits normally, through the barriers, as ps-lite expects.
+the engine's queued operations, then at a barrier of all workers, then
+(rank 0) tells the servers to stop, then calls ps-lite's ``Finalize``,
+a barrier of every process of the job; a failed worker hangs in the
+first, since the other workers are still training, waiting in their
+next push for the one that failed. A worker that succeeds exits
+normally, through the barriers, as ps-lite expects.
 
 The launcher (:func:`d2lpar.multiprocess.launch`) runs every Python
 worker command through this file, by path, so it works for any script

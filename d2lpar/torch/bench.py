@@ -29,7 +29,7 @@ import torch
 from ..bench.frameworks import _batch, _torch_ops, by_kind, onednn_kernels
 from ..bench.profile import format_profile as _format_profile
 from ..bench.profile import plot_profile
-from ..bench.timing import compare_times, ratio_text, span_text
+from ..bench.timing import compare_times, ratio_text, span_text, where_in
 from .collectives import allreduce
 from .devices import devices as make_devices
 from .model import get_params, init_lenet_params, lenet
@@ -43,6 +43,7 @@ __all__ = [
     'compare_times',
     'ratio_text',
     'span_text',
+    'where_in',
     'format_profile',
     'kernel_implementations',
     'lenet_flops',
