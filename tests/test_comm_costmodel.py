@@ -135,3 +135,24 @@ def test_engine_bytes_textbook_counts_and_band():
         assert low < model < high
     with pytest.raises(ValueError, match='unknown engine'):
         engine_bytes('mpi', 2, MB)
+
+
+def test_crossover_is_where_ring_and_doubling_meet():
+    """On four devices the two predicted times meet at 8 alpha B (ring:
+    6 messages of N/4, doubling: 2 of N); doubling is the faster below
+    that size and the ring above."""
+    from d2lpar.comm import allreduce_time, crossover
+
+    bandwidth, latency = 2e9, 5e-6
+    at = crossover(4, bandwidth, latency)
+    assert at == pytest.approx(8 * latency * bandwidth)
+    ring = allreduce_time('ring', 4, at, bandwidth, latency)
+    assert allreduce_time('doubling', 4, at, bandwidth, latency) == (
+        pytest.approx(ring)
+    )
+    for nbytes, faster in ((at / 2, 'doubling'), (2 * at, 'ring')):
+        times = {
+            a: allreduce_time(a, 4, nbytes, bandwidth, latency)
+            for a in ('ring', 'doubling')
+        }
+        assert min(times, key=times.get) == faster

@@ -33,6 +33,7 @@ from .costmodel import (
     MESSAGE_PATTERNS,
     allreduce_time,
     busiest_bytes,
+    crossover,
     engine_bytes,
     memory_traffic,
 )
@@ -86,6 +87,7 @@ __all__ = [
     'MESSAGE_PATTERNS',
     'allreduce_time',
     'busiest_bytes',
+    'crossover',
     'engine_bytes',
     'memory_traffic',
     'SCHEDULES',

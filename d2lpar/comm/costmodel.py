@@ -74,6 +74,28 @@ def allreduce_time(algorithm, k, nbytes, bandwidth, latency=0.0):
     return messages * (latency + nbytes / cut / bandwidth)
 
 
+def crossover(k, bandwidth, latency):
+    """Bytes at which the ring's and recursive doubling's predicted times
+    (:func:`allreduce_time`) meet on ``k`` devices: doubling, with fewer
+    messages, is the faster below, the ring above.
+
+    Derived step by step in :doc:`/book/cost-model`;
+    :doc:`/book/measuring` applies it to a fitted model and a GPU link's.
+
+    Examples
+    --------
+    >>> round(crossover(4, 1e9, 1e-6))
+    8000
+    """
+    fixed = allreduce_time('ring', k, 0, bandwidth, latency) - allreduce_time(
+        'doubling', k, 0, bandwidth, latency
+    )
+    per_byte = allreduce_time('doubling', k, 1, bandwidth) - allreduce_time(
+        'ring', k, 1, bandwidth
+    )
+    return fixed / per_byte
+
+
 def busiest_bytes(algorithm, k, nbytes):
     """Bytes the busiest device receives (and as many it sends).
 
