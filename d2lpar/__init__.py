@@ -34,10 +34,10 @@ load_fashion_mnist (see its docstring for the other places searched).
 Every name loads the first time it is used (``dp.train`` imports the
 training module, and MXNet with it): ``import d2lpar`` itself imports no
 MXNet, so ``from d2lpar import torch as dp`` (the PyTorch twin) runs
-where MXNet is not installed. What d2lpar changes in MXNet and numpy (a
-scratch pool variable, numpy's removed aliases, ``npx.set_np()``, a fork
-hook, ``cpu(0)``'s threads), when, and why, is listed in one place,
-``d2lpar._runtime``.
+where MXNet is not installed. What d2lpar changes in the process, in
+MXNet and in numpy (a scratch pool variable, glibc's malloc settings,
+numpy's removed aliases, ``npx.set_np()``, a fork hook, ``cpu(0)``'s
+threads), when, and why, is listed in one place, ``d2lpar._runtime``.
 
 Training through the library (``train_batch``, ``train``,
 ``train_concise``) also sets how many OpenMP threads each CPU device's
@@ -52,8 +52,9 @@ import importlib.util
 import sys
 import types
 
-# Items 1 to 3 of d2lpar._runtime (a scratch-pool variable, numpy's
-# removed aliases): cheap, no MXNet, and before anything imports MXNet.
+# Items 1 to 4 of d2lpar._runtime (a scratch-pool variable, glibc's
+# malloc settings, numpy's removed aliases): cheap, no MXNet, and
+# before anything imports MXNet.
 from . import _runtime
 
 _runtime.prepare()

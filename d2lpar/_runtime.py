@@ -16,7 +16,13 @@ chapter may import MXNet itself right after it:
    and run one after the other (the :doc:`/book/training` chapter measures
    it). MXNet reads the variable when it is imported, so it is set
    first.
-3. **numpy's removed type aliases are restored** where missing
+3. **Freed memory stays with the process** (glibc's ``mallopt``,
+   :mod:`d2lpar._malloc`): neither framework pools CPU memory, and
+   with glibc's defaults each step's freed arrays went back to the
+   kernel and came back as page faults (about 6,800 a step in MXNet's
+   LeNet step here, 3 ms of its first ReLU). Linux with glibc only; a
+   user's own ``MALLOC_*_`` variables win.
+4. **numpy's removed type aliases are restored** where missing
    (``np.bool``, ``np.int``, ...; :mod:`d2lpar._compat`), since MXNet
    1.9.1 reads ``np.bool`` while it imports; with numpy 1.23.5 nothing
    changes.
@@ -27,17 +33,17 @@ mxnet import np``) does the rest, once, through an import hook that
 :func:`prepare` puts on ``sys.meta_path`` (:func:`start` runs at once if
 MXNet was imported before d2lpar):
 
-4. **MXNet is imported**; a missing or broken install fails with the
+5. **MXNet is imported**; a missing or broken install fails with the
    command that fixes it, not with a bare ``No module named 'mxnet'``.
-5. **``npx.set_np()``**: MXNet's NumPy interface, as in d2l, so arrays
+6. **``npx.set_np()``**: MXNet's NumPy interface, as in d2l, so arrays
    are ``mxnet.np.ndarray``.
-6. **A fork hook** (``os.register_at_fork``): MXNet restarts its engine
+7. **A fork hook** (``os.register_at_fork``): MXNet restarts its engine
    on ``fork()``, in the parent and in the child, and every CPU worker
    thread comes back with MXNet's default OpenMP threads; the hook puts
    each device's thread budget back in the parent and forgets it in the
    child (:func:`d2lpar.threads.engine_restarted_in_parent`,
    :func:`d2lpar.threads.engine_restarted_in_child`).
-7. **``cpu(0)``'s worker gets every core**
+8. **``cpu(0)``'s worker gets every core**
    (:func:`d2lpar.threads.claim_every_core`): a worker's OpenMP threads
    may later go down but never up, since MXNet's cached oneDNN
    operators crash when run with more threads than they were built for.
@@ -45,7 +51,7 @@ MXNet was imported before d2lpar):
    every core back too (:func:`d2lpar.torch.use_every_core`): importing
    MXNet leaves the process's OpenMP setting, which PyTorch reads, at one
    thread.
-8. **Only where** ``D2LPAR_MXNET_CODE_CACHE`` **names a folder** (the book
+9. **Only where** ``D2LPAR_MXNET_CODE_CACHE`` **names a folder** (the book
    build sets it, ``scripts/build-book.sh``): the Python wrappers MXNet
    generates for its ~2,500 operators while it imports (source text it
    compiles one by one, a third to a half of ``import mxnet``'s seconds)
@@ -55,7 +61,7 @@ MXNet was imported before d2lpar):
    source, compiled by the same Python, keyed by its hash.
 
 The PyTorch twin (``d2lpar.torch``) and the framework-neutral modules it
-shares import no MXNet, so items 4 to 7 never happen there. The
+shares import no MXNet, so items 5 to 8 never happen there. The
 benchmarks (``dp.bench``), several processes (``dp.multiprocess``), the
 grader (``dp.grading``) and matplotlib (the figures) are imported the
 first time a name of theirs is used (``d2lpar.__getattr__``).
@@ -115,7 +121,7 @@ def _broken_mxnet(err):
 
 
 class _SetUpAfterImport(importlib.abc.Loader):
-    """MXNet's own loader, then :func:`start` (items 5 to 7)."""
+    """MXNet's own loader, then :func:`start` (items 6 to 8)."""
 
     def __init__(self, loader):
         self.loader = loader
@@ -144,7 +150,7 @@ class _SetUpAfterImport(importlib.abc.Loader):
         start()
 
 
-# Item 8: where the compiled operator wrappers are kept, if anywhere.
+# Item 9: where the compiled operator wrappers are kept, if anywhere.
 CODE_CACHE_VAR = 'D2LPAR_MXNET_CODE_CACHE'
 # The modules of MXNet 1.9.1 whose import generates a wrapper per
 # operator and compiles it with exec(source, None, namespace) (the
@@ -169,7 +175,7 @@ def _with_constant(code, old, new):
 
 
 class _CompiledOps(importlib.abc.MetaPathFinder):
-    """Item 8: while MXNet imports, its two operator-registering modules
+    """Item 9: while MXNet imports, its two operator-registering modules
     get an ``exec`` of their own (a module global, found before the
     builtin) that compiles each generated source only if the cache file
     lacks it, until MXNet has imported; the file is rewritten then.
@@ -306,7 +312,7 @@ class _WithCompiledOps(importlib.abc.Loader):
 
 
 class _MXNetFinder(importlib.abc.MetaPathFinder):
-    """Item 4: the first ``import mxnet`` of the process, by d2lpar or
+    """Item 5: the first ``import mxnet`` of the process, by d2lpar or
     anyone, runs :func:`start` right after MXNet has loaded.
 
     Deliberately an import hook rather than ``import mxnet`` in
@@ -336,10 +342,14 @@ class _MXNetFinder(importlib.abc.MetaPathFinder):
 
 
 def prepare():
-    """Run items 1 to 3 of the module docstring and arm item 4 (from
+    """Run items 1 to 4 of the module docstring and arm item 5 (from
     __init__): MXNet loaded already is set up now."""
     _warn_untested_python()
     os.environ.setdefault('MXNET_CPU_TEMP_COPY', CPU_TEMP_COPY)
+
+    from ._malloc import keep_freed_memory
+
+    keep_freed_memory()
 
     from ._compat import restore_numpy_aliases
 
@@ -354,7 +364,7 @@ _started = False
 
 
 def start():
-    """Run items 5 to 7 of the module docstring, once per process (MXNet
+    """Run items 6 to 8 of the module docstring, once per process (MXNet
     is imported when this runs)."""
     global _started
     if _started:

@@ -332,7 +332,7 @@ def test_a_public_name_keeps_its_value_after_its_module_loads():
     assert stdout.split('\n')[-2] == 'True []'
 
 
-# Item 8: run in a fresh process with D2LPAR_MXNET_CODE_CACHE set; says
+# Item 9: run in a fresh process with D2LPAR_MXNET_CODE_CACHE set; says
 # how many wrappers went through the cache, how many of them are the
 # very code the builtin compiles from MXNet's source, how many were
 # compiled here, and whether MXNet works and keeps no trace of the hook.

@@ -50,7 +50,7 @@ MXNet's cap, half the logical CPUs on x86 (measured on a 2-core machine:
 2 threads before ``import mxnet``, 1 after), so PyTorch would run on
 half the cores. MXNet imported after this module
 would lower it again; d2lpar's import hook then calls
-:func:`use_every_core` itself (:mod:`d2lpar._runtime`, item 7).
+:func:`use_every_core` itself (:mod:`d2lpar._runtime`, item 8).
 
 Install: ``pip install "d2lpar[torch]"`` (torch 2.13.0). On Linux, PyPI's
 torch is the CUDA build (several GB); for the CPU build add
