@@ -16,6 +16,7 @@ Main functions, by chapter (help(dp.NAME) for each):
   train_batch        train_batch (algorithm=, split=, accumulate=)
   Training           train -> TrainResult, load_fashion_mnist,
                      evaluate_accuracy, plot_accuracy
+  Memory             keep_freed_memory (import d2lpar calls it)
   Exercises          sharded_allreduce, evaluate_accuracy_sharded
   Communication      ring_allreduce, run_schedule, bucketed_allreduce,
                      kvstore_allreduce, comm (schedules,
@@ -78,6 +79,8 @@ _NAMES = {
     'run_schedule': ('.comm', 'run_schedule'),
     'sharded_allreduce': ('.comm', 'sharded_allreduce'),
     'epochs': ('.epochs', None),
+    'memory': ('.memory', None),
+    'keep_freed_memory': ('.memory', 'keep_freed_memory'),
     'pages': ('.pages', None),
     'BookSettings': ('.pages', 'BookSettings'),
     'book_settings': ('.pages', 'book_settings'),

@@ -17,7 +17,7 @@ chapter may import MXNet itself right after it:
    it). MXNet reads the variable when it is imported, so it is set
    first.
 3. **Freed memory stays with the process** (glibc's ``mallopt``,
-   :mod:`d2lpar._malloc`): neither framework pools CPU memory, and
+   :mod:`d2lpar.memory`): neither framework pools CPU memory, and
    with glibc's defaults each step's freed arrays went back to the
    kernel and came back as page faults (about 6,800 a step in MXNet's
    LeNet step here, 3 ms of its first ReLU). Linux with glibc only; a
@@ -347,7 +347,7 @@ def prepare():
     _warn_untested_python()
     os.environ.setdefault('MXNET_CPU_TEMP_COPY', CPU_TEMP_COPY)
 
-    from ._malloc import keep_freed_memory
+    from .memory import keep_freed_memory
 
     keep_freed_memory()
 

@@ -101,6 +101,8 @@ SIDE_EFFECTS = {
     'register_at_fork',
     'claim_every_core',
     'restore_numpy_aliases',
+    'keep_freed_memory',
+    'mallopt',
     'prepare',
     'start',
 }
@@ -160,6 +162,7 @@ def test_runtime_documents_every_side_effect():
         'register_at_fork',
         'claim_every_core',
         'restore',
+        'mallopt',
     ):
         assert what in doc, what
     assert 'd2lpar._runtime' in d2lpar.__doc__

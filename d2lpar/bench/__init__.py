@@ -22,6 +22,8 @@ in the same run:
 - :mod:`d2lpar.bench.frameworks`: the library's step in MXNet beside
   PyTorch, profiled by kind of operator, with the oneDNN kernels each
   runs (the training chapter);
+- :mod:`d2lpar.bench.memory`: one device's step in each framework with
+  glibc's malloc defaults and with the freed memory d2lpar keeps;
 - :mod:`d2lpar.bench.resnet`: ResNet-18 steps with Gluon's trainer, on
   1 and 2 devices (the concise chapter's exercise);
 - :mod:`d2lpar.bench.engines`: parameter server vs Horovod, step time
@@ -79,6 +81,8 @@ _NAMES = {
     'onednn_kernels': 'frameworks',
     'implementations': 'frameworks',
     'time_step': 'frameworks',
+    'compare_allocator': 'memory',
+    'format_allocator': 'memory',
     'lenet_flops': 'limit',
     'matmul_rates': 'limit',
     'matmul_rate': 'limit',

@@ -66,6 +66,7 @@ import sys
 import torch as _torch
 
 from .. import pages, seeds
+from ..memory import keep_freed_memory
 from ..pages.book import glue_text, show_source
 from .averaging import local_sgd_step
 from .collectives import (
@@ -123,6 +124,7 @@ __all__ = [
     'get_params',
     'glue_text',
     'init_lenet_params',
+    'keep_freed_memory',
     'lenet',
     'load_fashion_mnist',
     'local_sgd_step',

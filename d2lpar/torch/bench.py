@@ -26,6 +26,7 @@ from time import perf_counter
 
 import torch
 
+from ..bench import memory as _memory
 from ..bench.frameworks import _batch, _torch_ops, by_kind, onednn_kernels
 from ..bench.profile import format_profile as _format_profile
 from ..bench.profile import plot_profile
@@ -37,6 +38,8 @@ from .splitting import split_batch
 from .training import cross_entropy, sgd, wait_for
 
 __all__ = [
+    'compare_allocator',
+    'format_allocator',
     'PROFILES',
     'by_kind',
     'compare_steps',
@@ -340,3 +343,16 @@ def kernel_implementations(batch_size=256):
         'forward_training', 0.9)``.
     """
     return onednn_kernels('pytorch', batch_size)[1]
+
+
+def compare_allocator(rounds=3, steps=20, warmup=5, batch_size=256,
+                      timeout=300):  # fmt: skip
+    """PyTorch's one-device step with glibc's malloc defaults and with
+    freed memory kept: :func:`d2lpar.bench.compare_allocator` for
+    ``frameworks=('pytorch',)``."""
+    return _memory.compare_allocator(
+        ('pytorch',), rounds, steps, warmup, batch_size, timeout
+    )
+
+
+format_allocator = _memory.format_allocator

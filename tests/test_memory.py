@@ -1,4 +1,4 @@
-"""d2lpar._malloc: ``import d2lpar`` keeps freed memory for the next
+"""d2lpar.memory: ``import d2lpar`` keeps freed memory for the next
 step (glibc's mallopt), unless the user tuned malloc."""
 
 import os
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from d2lpar import _malloc
+from d2lpar import memory
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith('linux') or platform.libc_ver()[0] != 'glibc',
@@ -23,8 +23,8 @@ CHURN = """
 import resource, sys, threading
 if sys.argv[1] == 'd2lpar':
     import d2lpar
-    from d2lpar import _malloc
-    said = _malloc.keep_freed_memory()
+    from d2lpar import memory
+    said = memory.keep_freed_memory()
 else:
     said = None
 import numpy as np
@@ -47,9 +47,10 @@ print(out[0] / 20, repr(said))
 
 def churn(how, **env):
     clean = {
-        k: v for k, v in os.environ.items() if k not in _malloc.USER_VARIABLES
+        k: v for k, v in os.environ.items() if k not in memory.USER_VARIABLES
     }
     clean.pop('GLIBC_TUNABLES', None)
+    clean.pop(memory.SWITCH, None)
     out = subprocess.run(
         [sys.executable, '-c', CHURN, how],
         capture_output=True, text=True, timeout=120, check=True,
@@ -66,7 +67,7 @@ def test_import_keeps_a_threads_freed_arrays_for_its_next_ones():
     faults, said = churn('d2lpar')
     assert faults_plain > 500, faults_plain  # the defaults do give back
     assert faults < 10, faults
-    assert said == repr(_malloc.SETTINGS)
+    assert said == repr(memory.SETTINGS)
 
 
 def test_a_users_malloc_variable_wins():
@@ -78,10 +79,18 @@ def test_a_users_malloc_variable_wins():
 
 
 def test_user_tuned_names_the_variable_or_tunable():
-    assert _malloc.user_tuned({}) is None
-    assert _malloc.user_tuned({'PATH': '/bin'}) is None
-    assert _malloc.user_tuned({'MALLOC_TOP_PAD_': '0'}) == 'MALLOC_TOP_PAD_'
+    assert memory.user_tuned({}) is None
+    assert memory.user_tuned({'PATH': '/bin'}) is None
+    assert memory.user_tuned({'MALLOC_TOP_PAD_': '0'}) == 'MALLOC_TOP_PAD_'
     tunables = {'GLIBC_TUNABLES': 'glibc.malloc.trim_threshold=0'}
-    assert _malloc.user_tuned(tunables) == 'GLIBC_TUNABLES'
+    assert memory.user_tuned(tunables) == 'GLIBC_TUNABLES'
     other = {'GLIBC_TUNABLES': 'glibc.cpu.hwcaps=-AVX2'}
-    assert _malloc.user_tuned(other) is None
+    assert memory.user_tuned(other) is None
+
+
+def test_the_switch_keeps_glibcs_defaults():
+    """D2LPAR_KEEP_FREED_MEMORY=0: the rounds fault as under glibc's
+    defaults, and the reason says so."""
+    faults, said = churn('d2lpar', D2LPAR_KEEP_FREED_MEMORY='0')
+    assert faults > 500, faults
+    assert 'D2LPAR_KEEP_FREED_MEMORY=0' in said

@@ -44,7 +44,9 @@ preloading must happen before the process starts, so a notebook's
 ``import d2lpar`` could not do it. Anything but Linux with glibc keeps
 its defaults, and so does a process whose user set one of glibc's
 malloc variables (a ``MALLOC_*_`` variable or ``glibc.malloc``
-tunables): the user's choice wins.
+tunables): the user's choice wins. ``D2LPAR_KEEP_FREED_MEMORY=0`` keeps
+glibc's defaults too (:func:`d2lpar.bench.compare_allocator` measures a
+step both ways with it).
 """
 
 import ctypes
@@ -74,6 +76,10 @@ USER_VARIABLES = (
 )
 
 
+# Set to 0 to keep glibc's defaults.
+SWITCH = 'D2LPAR_KEEP_FREED_MEMORY'
+
+
 def user_tuned(environ=os.environ):
     """The variable through which the user tuned glibc's malloc, or
     None."""
@@ -100,6 +106,8 @@ def keep_freed_memory():
     libc_name = platform.libc_ver()[0]
     if libc_name != 'glibc':
         return f'not glibc ({libc_name or "unknown C library"})'
+    if os.environ.get(SWITCH) == '0':
+        return f"{SWITCH}=0: glibc's defaults kept"
     tuned = user_tuned()
     if tuned:
         return f'{tuned} is set: the user tunes malloc'
