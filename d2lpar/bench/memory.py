@@ -75,14 +75,34 @@ def _faults_and_ms(framework, steps, warmup, batch_size):
     }
 
 
-def compare_allocator(frameworks=('mxnet', 'pytorch'), rounds=3, steps=20,
-                      warmup=5, batch_size=256, timeout=300):  # fmt: skip
+def installed_frameworks():
+    """The frameworks of ``('mxnet', 'pytorch')`` installed here."""
+    import importlib.util
+
+    found = []
+    for framework, module in (('mxnet', 'mxnet'), ('pytorch', 'torch')):
+        try:  # d2lpar's import hook raises, naming the fix, for no MXNet
+            if importlib.util.find_spec(module) is not None:
+                found.append(framework)
+        except ImportError:
+            pass
+    return tuple(found)
+
+
+def compare_allocator(frameworks=None, rounds=3, steps=20, warmup=5,
+                      batch_size=256, timeout=300):  # fmt: skip
     """One device's step under glibc's defaults and with freed memory
     kept, in interleaved rounds.
 
     Each round runs, for each framework, one fresh process per setting
     (the order of the two settings alternates from round to round):
     ``warmup`` untimed steps, then ``steps`` timed ones.
+
+    Parameters
+    ----------
+    frameworks : sequence of str, optional
+        Of ``'mxnet'`` and ``'pytorch'``; by default those installed
+        (:func:`installed_frameworks`).
 
     Returns
     -------
@@ -93,6 +113,8 @@ def compare_allocator(frameworks=('mxnet', 'pytorch'), rounds=3, steps=20,
         faults per step) and ``kernel_ms`` (the kernel's CPU time per
         step, every thread of the process).
     """
+    if frameworks is None:
+        frameworks = installed_frameworks()
     result = {f: {s: [] for s in SETTINGS} for f in frameworks}
     for r in range(rounds):
         for framework in frameworks:
