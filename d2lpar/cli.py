@@ -7,7 +7,7 @@ worker     one worker of a multi-process job (under ``launch`` or
 launch     start a parameter-server job: scheduler, servers, workers;
            ``--engine torch``: N workers under PyTorch's launcher
 bench      measurements beside their own limits: ``allreduce``,
-           ``step``, ``train``, ``engines``
+           ``step``, ``train``, ``memory``, ``engines``
 check      grade homework: run the check of every function a solution
            file defines, each file in its own process (``--timeout``,
            ``--json``/``--csv`` for gradebooks)
@@ -243,6 +243,17 @@ def _bench_parser(commands):
         '--json',
         default=os.path.join(BENCH_DIR, 'train.json'),
         help='write the results here',
+    )
+    me = kinds.add_parser(
+        'memory', help="one device's step, glibc's malloc defaults vs kept"
+    )
+    me.add_argument('--rounds', type=int, default=5)
+    me.add_argument('--steps', type=int, default=20, help='timed steps')
+    me.add_argument(
+        '--frameworks',
+        nargs='+',
+        choices=('mxnet', 'pytorch'),
+        help='default: those installed',
     )
     en = kinds.add_parser('engines', help='parameter server vs Horovod')
     en.add_argument('--workers', type=int, default=2)
@@ -508,6 +519,14 @@ def _bench(args):
         return 0
     if args.bench == 'train':
         return _bench_train(args)
+    if args.bench == 'memory':
+        from .bench import memory
+
+        result = memory.compare_allocator(
+            args.frameworks, rounds=args.rounds, steps=args.steps
+        )
+        print(memory.format_allocator(result))
+        return 0
     if args.bench == 'step':
         from .bench import step
 

@@ -129,3 +129,19 @@ def test_module_entry_point():
         timeout=120,
     )
     assert run.returncode == 0 and 'train' in run.stdout
+
+
+@pytest.mark.slow
+def test_bench_memory_prints_each_setting_and_round(capsys):
+    """``bench memory`` runs the comparison (fresh processes) and prints
+    one row per framework and setting, each with every round."""
+    assert main(['bench', 'memory', '--rounds', '2', '--steps', '3',
+                 '--frameworks', 'mxnet']) == 0  # fmt: skip
+    rows = capsys.readouterr().out.splitlines()[1:]
+    assert [r.split()[:2] for r in rows] == [
+        ['mxnet', 'defaults'],
+        ['mxnet', 'kept'],
+    ]
+    for row in rows:
+        ms, faults = row.split(None, 2)[2].split(';')
+        assert len(ms.split()) == len(faults.split()) == 2, row
