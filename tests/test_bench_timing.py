@@ -100,3 +100,14 @@ def test_where_in_places_a_value_against_a_range_ends_included():
     assert timing.where_in(4.0, [5.0, 4.0]) == 'within'
     assert timing.where_in(5.0, [5.0, 4.0]) == 'within'
     assert timing.where_in(4.5, [4.5]) == 'within'
+
+
+def test_ratio_text_rounds_the_printed_digits_half_up():
+    """A speed-up printed as 1.075 reads 1.08 in two decimals, as a
+    reader rounds it (Python's format gives 1.07); 1.0749 stays 1.07."""
+    from d2lpar.bench.timing import ratio_text
+
+    assert ratio_text(1.075) == '1.08'
+    assert ratio_text(1.0749) == '1.07'
+    assert ratio_text(0.925) == '0.93'
+    assert ratio_text(float('inf')) == 'inf'

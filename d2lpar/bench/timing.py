@@ -5,6 +5,8 @@ MXNet is imported by :func:`seconds_each` only, so that
 (:mod:`d2lpar.torch.bench`) where no MXNet is installed.
 """
 
+import decimal
+import math
 import statistics
 from time import perf_counter
 
@@ -120,13 +122,30 @@ def ratio_text(ratio):
         decimals would read ``1.00``); ``'1.00'`` only for exactly 1 (or
         a ratio within a millionth of it).
 
+    A ratio that a page printed with three decimals rounds as a reader
+    rounds it, half up from the digits shown: ``1.075`` gives ``'1.08'``
+    (Python's own formatting gives ``'1.07'``, the binary value of
+    1.075 being a hair below it).
+
     Examples
     --------
     >>> ratio_text(1.133), ratio_text(0.997), ratio_text(1.0004)
     ('1.13', '0.997', '1.0004')
+    >>> ratio_text(1.075)
+    '1.08'
     """
+    # Deliberately decimal rounding of the shortest repr (str), not the
+    # binary value: the digits a page printed are what a reader rounds.
+    if not math.isfinite(ratio):
+        return f'{ratio:.2f}'
+    exact = decimal.Decimal(str(ratio))
     for digits in range(2, 7):
-        text = f'{ratio:.{digits}f}'
+        text = str(
+            exact.quantize(
+                decimal.Decimal(1).scaleb(-digits),
+                rounding=decimal.ROUND_HALF_UP,
+            )
+        )
         if float(text) != 1 or ratio == 1:
             return text
     return f'{ratio:.2f}'
