@@ -19,8 +19,8 @@ chapter may import MXNet itself right after it:
 3. **Freed memory stays with the process** (glibc's ``mallopt``,
    :mod:`d2lpar.memory`): neither framework pools CPU memory, and
    with glibc's defaults each step's freed arrays went back to the
-   kernel and came back as page faults (6,400 to 13,500 a step in
-   MXNet's LeNet step here). Linux with glibc only; a user's own
+   kernel and came back as page faults (thousands a step in MXNet's
+   LeNet step here; :doc:`/book/memory` measures it). Linux with glibc only; a user's own
    ``MALLOC_*_`` variables win.
 4. **numpy's removed type aliases are restored** where missing
    (``np.bool``, ``np.int``, ...; :mod:`d2lpar._compat`), since MXNet

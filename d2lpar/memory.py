@@ -15,9 +15,10 @@ step gets fresh pages, and the kernel zeroes each one on first touch: a
 page fault per page (4 KiB on this book's x86-64 machine).
 
 Measured on the book's 2-core machine (one LeNet step of 256 examples,
-20 steps, glibc 2.36, several fresh processes): MXNet's step took 6,400
+20 steps, glibc 2.36, several fresh processes): MXNet's step took 4,800
 to 13,500 minor page faults a step, PyTorch's from none to 11,600,
-varying from process to process; with the settings below, under 200.
+varying from process to process; with the settings below, under 200
+(:doc:`/book/memory` measures it in every build).
 oneDNN's log put the forward ReLU over the first layer's output at
 3.1 ms in MXNet's step before (its output pages faulted in as it wrote
 them) and 0.3 ms after.
@@ -26,11 +27,12 @@ them) and 0.3 ms after.
 (:data:`SETTINGS`), the same ones its ``MALLOC_*_`` environment
 variables set at start-up:
 
-- ``M_MMAP_THRESHOLD`` to 32 MiB, glibc's largest on 64-bit systems
-  (setting any of these parameters turns off glibc's own adjustment of
-  the threshold, which starts at 128 KiB), so the step's arrays come
-  from a heap, not from a mapping of their own; a block of 32 MiB or
-  more still gets its own mapping, returned when it is freed;
+- ``M_MMAP_THRESHOLD`` to 32 MiB, the highest glibc's own moving
+  threshold reaches on 64-bit systems (setting any of these parameters
+  turns off that adjustment, which starts at 128 KiB), so the step's
+  arrays come from a heap, not from a mapping of their own; a block of
+  32 MiB or more may still get its own mapping, returned when it is
+  freed;
 - ``M_TRIM_THRESHOLD`` to 512 MiB: free memory at the top of a heap is
   given back only beyond it;
 - ``M_TOP_PAD`` to 64 MiB, the most a heap of an arena other than the
@@ -43,7 +45,9 @@ Unlike ``MALLOC_ARENA_MAX``, these work at any time, also after MXNet's
 threads have started (measured: set after ten steps, the faults still
 fell to under one per step). Peak memory is unchanged (the same maximum
 resident size here, 270 to 300 MB); what changes is that freed memory
-stays with the process, up to 512 MiB per heap, until it ends.
+stays with the process until it ends: up to 512 MiB at the free end of
+the main arena's heap, and whole heaps (64 MiB at most each) of the
+other arenas.
 
 Deliberately glibc's own switches, not a preloaded allocator (jemalloc,
 tcmalloc), which Intel's guides suggest for both frameworks:
@@ -121,9 +125,8 @@ def keep_freed_memory():
     ``mallopt``, so that memory a step frees stays with the process for
     the next step (the module docstring says why each).
 
-    ``import d2lpar`` calls it (item 3 of the list in
-    ``d2lpar/_runtime.py``); :doc:`/book/memory` measures what it
-    changes.
+    ``import d2lpar`` calls it; :doc:`/book/memory` says why each
+    value and measures what it changes.
 
     Returns
     -------

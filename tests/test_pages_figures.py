@@ -54,6 +54,19 @@ def test_plot_accuracy_draws_each_run():
     plt.close(fig)
 
 
+def test_plot_accuracy_leaves_room_above_the_longest_epoch():
+    """One-epoch runs (the training chapter's): the time panel starts at
+    0 and ends above the longest epoch, so no marker sits on the frame."""
+    runs = [
+        dp.TrainResult([0.5], [0.85], [], 256, 0.2),
+        dp.TrainResult([0.5], [0.91], [], 256, 0.2),
+    ]
+    fig = dp.plot_accuracy(runs, ['MXNet', 'PyTorch'])
+    bottom, top = fig.axes[1].get_ylim()
+    assert bottom == 0 and top > 0.91 * 1.05, (bottom, top)
+    plt.close(fig)
+
+
 def test_plot_accuracy_ticks_whole_epochs():
     """A short run's epoch axis has ticks only at whole epochs (no 1.25)."""
     runs = [dp.TrainResult([0.1, 0.5, 0.7], [1.0] * 3, [], 256, 0.2)]

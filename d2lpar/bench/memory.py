@@ -109,9 +109,13 @@ def compare_allocator(frameworks=None, rounds=3, steps=20, warmup=5,
         Of ``'mxnet'`` and ``'pytorch'``; by default those installed
         (:func:`installed_frameworks`).
     rounds : int, optional
-    steps, warmup : int, optional
-        Timed and untimed steps per process.
+        Rounds; each runs every framework under both settings.
+    steps : int, optional
+        Timed steps per process.
+    warmup : int, optional
+        Untimed steps before them.
     batch_size : int, optional
+        Examples per step.
     timeout : float, optional
         Seconds a fresh process may take before it is stopped.
 

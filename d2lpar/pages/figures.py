@@ -181,7 +181,10 @@ def plot_accuracy(results, labels):
         epochs = range(1, len(result.epoch_seconds) + 1)
         ax_time.plot(epochs, result.epoch_seconds, 'o-', color=color,
                      label=label)  # fmt: skip
-    ax_time.set(xlabel='epoch', ylabel='training seconds', ylim=(0, None))
+    # Room above the longest epoch, so that no marker sits on the frame.
+    longest = max(max(r.epoch_seconds) for r in results)
+    ax_time.set(xlabel='epoch', ylabel='training seconds',
+                ylim=(0, 1.1 * longest))  # fmt: skip
     ax_time.xaxis.set_major_locator(MaxNLocator(integer=True))
     fig.tight_layout()
     return fig
