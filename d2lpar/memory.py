@@ -17,7 +17,8 @@ page fault per page (4 KiB on this book's x86-64 machine).
 Measured on the book's 2-core machine (one LeNet step of 256 examples,
 20 steps, glibc 2.36, several fresh processes): MXNet's step took 4,800
 to 13,500 minor page faults a step, PyTorch's from none to 11,600,
-varying from process to process; with the settings below, under 200
+varying from process to process; with the settings below, from none
+to a few hundred
 (:doc:`/book/memory` measures it in every build).
 oneDNN's log put the forward ReLU over the first layer's output at
 3.1 ms in MXNet's step before (its output pages faulted in as it wrote
