@@ -15,10 +15,9 @@ step gets fresh pages, and the kernel zeroes each one on first touch: a
 page fault per page (4 KiB on this book's x86-64 machine).
 
 Measured on the book's 2-core machine (one LeNet step of 256 examples,
-20 steps, glibc 2.36, several fresh processes): MXNet's step took 4,800
-to 13,500 minor page faults a step, PyTorch's from none to 11,600,
-varying from process to process; with the settings below, from none
-to a few hundred
+20 steps, glibc 2.36, fresh processes): thousands of minor page faults
+a step, varying from process to process (PyTorch's from none to over
+ten thousand); with the settings below, from none to a few hundred
 (:doc:`/book/memory` measures it in every build).
 oneDNN's log put the forward ReLU over the first layer's output at
 3.1 ms in MXNet's step before (its output pages faulted in as it wrote
@@ -53,7 +52,8 @@ other arenas.
 Deliberately glibc's own switches, not a preloaded allocator (jemalloc,
 tcmalloc), which Intel's guides suggest for both frameworks:
 preloading must happen before the process starts, so a notebook's
-``import d2lpar`` could not do it. Anything but Linux with glibc keeps
+``import d2lpar`` could not do it (and where one is preloaded, these
+glibc settings do nothing). Anything but Linux with glibc keeps
 its defaults, and so does a process whose user set one of glibc's
 malloc variables (:data:`USER_VARIABLES`, or ``glibc.malloc`` tunables
 in ``GLIBC_TUNABLES``): the user's choice wins.
