@@ -1,8 +1,10 @@
 """d2lpar.comm.costmodel: the alpha-beta model and d2l's worked examples."""
 
+import math
+
 import pytest
 
-from d2lpar.comm.costmodel import allreduce_time, busiest_bytes
+from d2lpar.comm.costmodel import allreduce_time, busiest_bytes, fit_ring
 
 MB, GB = 1e6, 1e9
 
@@ -156,3 +158,17 @@ def test_crossover_is_where_ring_and_doubling_meet():
             for a in ('ring', 'doubling')
         }
         assert min(times, key=times.get) == faster
+
+
+def test_fit_ring_recovers_the_model_it_fits():
+    """Times predicted by allreduce_time for a known alpha and B give
+    them back (the small array's bytes aside, which the fit neglects),
+    and a large time that alpha leaves no room in gives B = inf."""
+    for k in (2, 4):
+        alpha, bandwidth = 50e-6, 5e9
+        t_small = allreduce_time('ring', k, 0, bandwidth, alpha)
+        t_large = allreduce_time('ring', k, 64e6, bandwidth, alpha)
+        fitted = fit_ring(k, t_small, 64e6, t_large)
+        assert fitted[0] == pytest.approx(alpha)
+        assert fitted[1] == pytest.approx(bandwidth)
+    assert fit_ring(2, 2e-3, 64e6, 1e-3)[1] == math.inf

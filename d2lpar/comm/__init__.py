@@ -35,6 +35,7 @@ from .costmodel import (
     busiest_bytes,
     crossover,
     engine_bytes,
+    fit_ring,
     memory_traffic,
 )
 from .schedules import (
@@ -89,6 +90,7 @@ __all__ = [
     'busiest_bytes',
     'crossover',
     'engine_bytes',
+    'fit_ring',
     'memory_traffic',
     'SCHEDULES',
     'Transfer',

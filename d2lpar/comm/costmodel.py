@@ -6,6 +6,8 @@ fixed latency ``alpha`` (seconds) plus the bytes over the bandwidth ``B``
 at the same time.
 """
 
+import math
+
 
 def _doubling_messages(k):
     # log2 k swaps, plus a fold and an unfold when k is no power of two
@@ -94,6 +96,36 @@ def crossover(k, bandwidth, latency):
         'ring', k, 1, bandwidth
     )
     return fixed / per_byte
+
+
+def fit_ring(k, t_small, large, t_large):
+    """The ring's model fitted to two measured times on ``k`` devices:
+    ``(alpha, B)``.
+
+    ``alpha`` from the time ``t_small`` of an array small enough that its
+    bytes cost nothing (the time over the ring's ``2 (k-1)`` messages),
+    ``B`` from the time ``t_large`` of ``large`` bytes, less those
+    messages' ``alpha`` (each device sends ``2 (k-1) N / k`` bytes:
+    :func:`allreduce_time`). :doc:`/book/measuring` fits it to this
+    machine.
+
+    Returns
+    -------
+    (float, float)
+        Seconds per message and bytes per second; ``B`` is ``inf`` where
+        ``alpha`` leaves the bytes no time.
+
+    Examples
+    --------
+    >>> alpha, bandwidth = fit_ring(4, 6e-6, 2e6, 6e-6 + 3e-3)
+    >>> round(alpha * 1e6), round(bandwidth / 1e9)
+    (1, 1)
+    """
+    messages = allreduce_time('ring', k, 0, 1.0, latency=1.0)
+    alpha = t_small / messages
+    left = t_large - messages * alpha
+    sent = allreduce_time('ring', k, large, 1.0)  # bytes each device sends
+    return alpha, (sent / left if left > 0 else math.inf)
 
 
 def busiest_bytes(algorithm, k, nbytes):
